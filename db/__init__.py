@@ -1,0 +1,45 @@
+"""The grading service's database layer: models, sessions, migrations, idempotent writes, queries.
+
+Modules (one concept each): `base` (declarative base, naming convention, UTC timestamps), `users`,
+`submissions`, `results` (per test point rows; `record_result`, `claim_attempt`), `status` (derived
+submission status), `totals` (`finalize_submission`), `pending` (sweeper query), `leaderboard`,
+`session` (engines, `session_scope`), `migrate` (Alembic, programmatic), `models` (all metadata).
+
+The database URL is always passed in by the caller. The service's default is
+`$KDT_GRADE_DATABASE_URL`, else `sqlite:///<$KDT_GRADE_DATA_DIR>/kdt-grade.sqlite3`; PostgreSQL
+(`postgresql://...`) is supported as well.
+
+Every function returns plain data (dicts, ints, enums), never ORM objects, so results can cross
+process boundaries (Celery tasks get ids and re-fetch).
+"""
+from db.leaderboard import all_submissions, leaderboard
+from db.pending import pending_points
+from db.results import VERDICTS, claim_attempt, get_result, list_results, record_result
+from db.session import make_engine, make_session_factory, resolve_url, session_scope
+from db.status import SubmissionStatus, submission_status
+from db.submissions import create_submission, get_submission
+from db.totals import finalize_submission, mean_task_score
+from db.users import get_or_create_user, get_user
+
+__all__ = [
+    "VERDICTS",
+    "SubmissionStatus",
+    "all_submissions",
+    "claim_attempt",
+    "create_submission",
+    "finalize_submission",
+    "get_or_create_user",
+    "get_result",
+    "get_submission",
+    "get_user",
+    "leaderboard",
+    "list_results",
+    "make_engine",
+    "make_session_factory",
+    "mean_task_score",
+    "pending_points",
+    "record_result",
+    "resolve_url",
+    "session_scope",
+    "submission_status",
+]

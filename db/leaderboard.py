@@ -1,0 +1,76 @@
+"""Leaderboard queries: each user's best scored submission, and all submissions for the admin CSV.
+
+Ranking: higher `total` first; equal totals go to the earlier submission (`created`, then `id`).
+The same rule picks a user's best submission among their own. Only scored submissions (`total`
+not NULL) count.
+
+Public API: `leaderboard(session) -> list[dict]`, `all_submissions(session) -> list[dict]`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from db.status import status_expression
+from db.submissions import Submission
+from db.users import User
+
+_SCORE_COLUMNS = (Submission.task1, Submission.task2, Submission.task3, Submission.task4, Submission.total)
+# Best first; ties to the earlier submission.
+_RANK_ORDER = (Submission.total.desc(), Submission.created.asc(), Submission.id.asc())
+
+
+def leaderboard(session: Session) -> list[dict[str, Any]]:
+    """Return one row per user who has a scored submission, best first.
+
+    Output: dicts `{"rank", "user_id", "user_name", "submission_id", "created", "task1".."task4",
+    "total"}`; `rank` counts from 1 and follows the ranking (tied totals get distinct ranks, the
+    earlier submission first).
+    """
+    per_user_rank = func.row_number().over(partition_by=Submission.user_id, order_by=_RANK_ORDER)
+    ranked = (
+        select(Submission.id, per_user_rank.label("user_rank"))
+        .where(Submission.total.is_not(None))
+        .subquery()
+    )
+    statement = (
+        select(
+            User.id.label("user_id"),
+            User.name.label("user_name"),
+            Submission.id.label("submission_id"),
+            Submission.created,
+            *_SCORE_COLUMNS,
+        )
+        .join(ranked, ranked.c.id == Submission.id)
+        .join(User, User.id == Submission.user_id)
+        .where(ranked.c.user_rank == 1)
+        .order_by(*_RANK_ORDER)
+    )
+    rows = session.execute(statement).mappings()
+    return [{"rank": rank, **row} for rank, row in enumerate(rows, start=1)]
+
+
+def all_submissions(session: Session) -> list[dict[str, Any]]:
+    """Return every submission of every user, oldest first, for the admin CSV export.
+
+    Output: dicts `{"submission_id", "user_id", "user_name", "file_name", "sha256", "created",
+    "status", "task1".."task4", "total"}` (scores None until stored; `status` derived, see
+    `db.status`). The source text is not included.
+    """
+    statement = (
+        select(
+            Submission.id.label("submission_id"),
+            User.id.label("user_id"),
+            User.name.label("user_name"),
+            Submission.file_name,
+            Submission.sha256,
+            Submission.created,
+            status_expression().label("status"),
+            *_SCORE_COLUMNS,
+        )
+        .join(User, User.id == Submission.user_id)
+        .order_by(Submission.created.asc(), Submission.id.asc())
+    )
+    return [dict(row) for row in session.execute(statement).mappings()]

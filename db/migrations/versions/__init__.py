@@ -1,0 +1,1 @@
+"""Alembic revisions, one module per revision, applied in `down_revision` order."""

@@ -1,0 +1,13 @@
+"""Every model of the `db` package, imported in one place so that `metadata` describes the whole schema.
+
+Alembic's `env.py` and the tests use `metadata`; application code imports the models from their own
+modules.
+"""
+from db.base import Base
+from db.results import TestPointResult
+from db.submissions import Submission
+from db.users import User
+
+metadata = Base.metadata
+
+__all__ = ["Base", "Submission", "TestPointResult", "User", "metadata"]

@@ -1,0 +1,115 @@
+"""Engines, session factories and the transaction scope, from a database URL.
+
+The URL always comes from the caller. The service's default (decided by its config module) is
+`$KDT_GRADE_DATABASE_URL`, else `sqlite:///<$KDT_GRADE_DATA_DIR>/kdt-grade.sqlite3`. Supported:
+`sqlite:///path` and `postgresql://...`.
+
+SQLite, shared by several worker processes on one machine, is set up on every connection:
+- `PRAGMA foreign_keys=ON` (SQLite ignores foreign keys otherwise);
+- `PRAGMA journal_mode=WAL`, so that readers never block the one writer, and
+  `PRAGMA busy_timeout`, so that a second writer waits instead of failing with "database is locked";
+- every transaction starts with `BEGIN IMMEDIATE`: it takes the write lock at the start, where the
+  busy timeout applies. A deferred transaction that reads first and writes later can fail at once
+  (SQLITE_BUSY_SNAPSHOT) whatever the timeout. It also makes read-then-write steps (totals)
+  serialisable, the SQLite counterpart of PostgreSQL's `SELECT ... FOR UPDATE`.
+
+PostgreSQL URLs without a driver (`postgresql://`) use psycopg 3 if installed, else psycopg2.
+(SQLAlchemy 2.1 would pick psycopg 3 only, and the project depends on psycopg2-binary.)
+
+With a forking worker pool (Celery prefork), create engines in the child process, or call
+`engine.dispose(close=False)` after the fork: pooled connections must not be shared across processes.
+
+Public API: `resolve_url`, `make_engine`, `make_session_factory`, `session_scope`.
+"""
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+DEFAULT_BUSY_TIMEOUT_MS = 30_000
+
+
+def resolve_url(url: str | URL) -> URL:
+    """Parse `url`, choosing an installed PostgreSQL driver when the URL names none.
+
+    Raises `sqlalchemy.exc.ArgumentError` for a malformed URL.
+    """
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":
+        has_psycopg3 = importlib.util.find_spec("psycopg") is not None
+        parsed = parsed.set(drivername="postgresql+psycopg" if has_psycopg3 else "postgresql+psycopg2")
+    return parsed
+
+
+def _install_sqlite_listeners(engine: Engine, busy_timeout_ms: int) -> None:
+    """Set the connection pragmas and the `BEGIN IMMEDIATE` transactions described in the module doc."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event emit BEGIN, instead of pysqlite's own deferred BEGIN.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA journal_mode = WAL")  # an in-memory database stays "memory"
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str | URL, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, **engine_kwargs: Any) -> Engine:
+    """Create an engine for `url` with the per-backend setup of the module doc.
+
+    Inputs: a SQLite or PostgreSQL URL; for SQLite, how long a writer waits for the lock; any
+    further `sqlalchemy.create_engine` keyword arguments.
+    Output: a new `Engine` (the caller disposes of it).
+    Raises `NotImplementedError` for other backends; `sqlalchemy.exc.ArgumentError` for a malformed URL.
+    """
+    resolved = resolve_url(url)
+    backend = resolved.get_backend_name()
+    if backend == "sqlite":
+        engine = create_engine(resolved, **engine_kwargs)
+        _install_sqlite_listeners(engine, busy_timeout_ms)
+        return engine
+    if backend == "postgresql":
+        engine_kwargs.setdefault("pool_pre_ping", True)  # long-lived workers outlive server restarts
+        return create_engine(resolved, **engine_kwargs)
+    raise NotImplementedError(f"database backend {backend!r} is not supported; use sqlite or postgresql")
+
+
+def make_session_factory(bind: Engine | str | URL) -> sessionmaker[Session]:
+    """Return a session factory bound to `bind` (an engine, or a URL passed to `make_engine`).
+
+    Sessions keep loaded attributes after commit (`expire_on_commit=False`), so `to_dict()` helpers
+    can be called after the transaction ends without another query.
+    """
+    engine = bind if isinstance(bind, Engine) else make_engine(bind)
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """Yield a new session; commit when the block ends normally, roll back and re-raise on an exception.
+
+    The session is always closed. Enqueue background work only after the block has exited, so
+    that a worker never looks for rows that are not committed yet.
+    """
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

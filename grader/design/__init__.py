@@ -1,0 +1,35 @@
+"""Kernel design contracts (issue 6: the R0 module-partition method of PyPTO-Gym, for KDT).
+
+A design contract (`module_interfaces.yaml`) records how a kernel is split into modules by data
+dependency and by execution unit (MXM = "cube", VXM = "vector"). Modules:
+- `contract`  loading and the validation rules (rule0..rule7 and extra checks);
+- `shapes`    shape-dimension expressions, checked and evaluated without `eval`;
+- `naming`    golden / stage function and `module_<j>` naming conventions;
+- `generate`  the skeleton generator (`design gen`), reading the golden with `ast`;
+- `verify`    the composition verification (`design verify`); imports torch, so it is not
+              re-exported here;
+- `selftest`  the built-in cases of `design validate --self-test`;
+- `cli`       the click group `design`.
+"""
+from grader.design.contract import (
+    ContractLoadError,
+    ValidationReport,
+    Violation,
+    load_contract,
+    validate_contract,
+    validate_file,
+)
+from grader.design.generate import GenerateError, Skeleton, generate_from_file, generate_skeleton
+
+__all__ = [
+    "ContractLoadError",
+    "ValidationReport",
+    "Violation",
+    "load_contract",
+    "validate_contract",
+    "validate_file",
+    "GenerateError",
+    "Skeleton",
+    "generate_from_file",
+    "generate_skeleton",
+]

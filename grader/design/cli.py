@@ -1,0 +1,119 @@
+"""`kdt-grade design ...`: the click commands over design contracts (issue 6).
+
+    kdt-grade design validate FILE [--json]         exit 0 PASS / 1 FAIL
+    kdt-grade design validate --self-test [--json]  exit 0 when every built-in case behaves
+    kdt-grade design gen GOLDEN.py --op NAME [--modules N]   YAML on stdout, diagnostics on stderr
+    kdt-grade design verify FILE --golden GOLDEN.py [--json] exit 0 when every case passes
+
+torch is imported only by `verify`, so the other commands stay fast.
+"""
+from __future__ import annotations
+
+import json
+
+import click
+
+from grader.design.contract import validate_file
+from grader.design.generate import GenerateError, generate_from_file
+from grader.design.selftest import run_self_test
+
+__all__ = ["design"]
+
+
+@click.group()
+def design() -> None:
+    """Kernel design contracts (module_interfaces.yaml): validate, generate, verify."""
+
+
+def _run_self_test(as_json: bool) -> None:
+    results = run_self_test()
+    if as_json:
+        cases = [{"case": r.case.name, "expect": r.case.expect or "PASS", "status": r.status,
+                  "ok": r.ok} for r in results]
+        click.echo(json.dumps({"status": "PASS" if all(r.ok for r in results) else "FAIL", "cases": cases}))
+    else:
+        for r in results:
+            expect = r.case.expect or "PASS"
+            got = ",".join(sorted(r.rules)) or "PASS"
+            click.echo(f"{'PASS' if r.ok else 'FAIL'}  {r.case.name}  (expect {expect}, got {got})")
+        failed = sum(not r.ok for r in results)
+        click.echo(f"self-test: {len(results) - failed}/{len(results)} cases behave")
+    if not all(r.ok for r in results):
+        raise SystemExit(1)
+
+
+@design.command()
+@click.argument("file", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--self-test", is_flag=True, help="Run the built-in cases for every rule instead.")
+def validate(file: str | None, as_json: bool, self_test: bool) -> None:
+    """Validate a design contract FILE against rule0..rule7 and the extra checks."""
+    if self_test:
+        if file:
+            raise click.UsageError("--self-test takes no FILE")
+        _run_self_test(as_json)
+        return
+    if not file:
+        raise click.UsageError("missing FILE (or use --self-test)")
+    report = validate_file(file)
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        click.echo(report.status)
+        for violation in report.violations:
+            click.echo(str(violation))
+    if report.violations:
+        raise SystemExit(1)
+
+
+@design.command()
+@click.argument("golden")
+@click.option("--op", required=True, help="Op name: finds <op>_golden_cpu / <op>_golden.")
+@click.option("--modules", type=int, default=None,
+              help="Number of modules (default: the chain of <op>_stage_* functions in GOLDEN).")
+def gen(golden: str, op: str, modules: int | None) -> None:
+    """Print a skeleton contract for GOLDEN.py on stdout; diagnostics go to stderr."""
+    try:
+        skeleton = generate_from_file(golden, op, modules)
+    except GenerateError as exc:
+        click.echo(f"design gen: error: {exc}", err=True)
+        raise SystemExit(1)
+    text = skeleton.yaml_text  # rendered fully before anything reaches stdout
+    for line in skeleton.diagnostics:
+        click.echo(f"design gen: {line}", err=True)
+    click.echo(text, nl=False)
+
+
+def _print_verification(report) -> None:
+    for case in report.cases:
+        status = "PASS" if case.passed else "FAIL"
+        dims = " ".join(f"{k}={v}" for k, v in case.dims.items())
+        err = "n/a" if case.max_abs_error is None else f"{case.max_abs_error:.3e}"
+        line = f"{status}  seed={case.seed} {dims}  matched={case.matched_ratio:.2%}  max_abs_err={err}"
+        click.echo(line + (f"  ({case.error})" if case.error else ""))
+    passed = sum(c.passed for c in report.cases)
+    click.echo(f"{report.status}: {report.op}: {passed}/{len(report.cases)} cases pass")
+
+
+@design.command()
+@click.argument("file")
+@click.option("--golden", required=True, help="The golden module with the golden and stage functions.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def verify(file: str, golden: str, as_json: bool) -> None:
+    """Run FILE's composition verification: stage functions composed vs the golden."""
+    from grader.design.verify import VerifyError, verify_file  # imports torch
+
+    try:
+        report = verify_file(file, golden)
+    except VerifyError as exc:
+        if as_json:
+            click.echo(json.dumps({"status": "FAIL", "error": str(exc), "cases": []}))
+        else:
+            click.echo(f"FAIL\n{exc}")
+        raise SystemExit(1)
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        _print_verification(report)
+    if not report.passed:
+        raise SystemExit(1)

@@ -1,0 +1,369 @@
+"""JSON form of a compiled kernel, and its strict loader for untrusted input.
+
+The grading service compiles a submission in a sandboxed child, which sends this JSON over a pipe; the
+trusted worker loads it here before simulating. So ``loads`` treats its input as hostile: a size limit
+before parsing, an exact schema (no unknown or missing keys, ``bool`` never accepted for ``int``),
+limits on nesting depth, node count, dimensions, magnitudes and string lengths, and cross-checks
+(storage ids, slots defined exactly once, per-instruction parameters and constants). Anything else
+raises ``IRFormatError`` with the JSON path of the problem.
+
+Layout (``FORMAT``/``VERSION`` identify it)::
+
+    {"format": "kdt-ir", "version": 1, "name": str, "num_jobs": int, "num_slots": int,
+     "storages": [{"kind": "io"|"spm", "name": str, "shape": [int], "dtype": "float32"|"bool"}],
+     "body": [stmt]}
+    stmt: {"t": "assign", "slot", "name", "value": expr, "line"}
+          {"t": "for", "slot", "name", "start": expr, "end": expr, "body": [stmt], "line"}
+          {"t": "if", "cond": expr, "then": [stmt], "else": [stmt], "line"}
+          {"t": "inst", "op", "args": {param: view | expr | const}, "line", "col", "alloc": bool}
+    view: {"s": storage id, "off": expr, "sizes": [expr], "strides": [int]}
+    expr: ["c", value] | ["v", slot, name] | ["job"] | ["un", op, expr] | ["bin", op, expr, expr]
+          | ["cmp", op, expr, expr] | ["bool", op, [expr, ...]] | ["ifx", cond, then, else]
+"""
+import json
+import math
+
+from . import nodes as ir
+from .ops import BINARY_OPERATORS, BOOL_OPERATORS, COMPARE_OPERATORS, DTYPES, OPS, REDUCE_OPS, UNARY_OPERATORS
+
+FORMAT, VERSION = "kdt-ir", 1
+
+MAX_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 200
+MAX_NODES = 2_000_000
+MAX_STORAGES = 4096
+MAX_DIMS = 8
+MAX_INT = 1 << 62
+MAX_DIM_SIZE = 1 << 40
+MAX_STRIDE = 1 << 40
+MAX_JOBS = 1 << 31
+MAX_NAME = 256
+MAX_MSG = 4096
+MAX_LINE = 10_000_000
+
+
+class IRFormatError(ValueError):
+    """The JSON is not a valid kernel IR; the message names the JSON path and the problem."""
+
+
+# ---- encoding -----------------------------------------------------------------------------------
+
+
+def kernel_to_dict(k: ir.Kernel) -> dict:
+    """The plain-data (JSON-ready) form of a kernel."""
+    return {"format": FORMAT, "version": VERSION, "name": k.name, "num_jobs": k.num_jobs,
+            "num_slots": k.num_slots,
+            "storages": [{"kind": s.kind, "name": s.name, "shape": list(s.shape), "dtype": s.dtype}
+                         for s in k.storages],
+            "body": [_enc_stmt(s) for s in k.body]}
+
+
+def dumps(k: ir.Kernel) -> str:
+    """Serialise a kernel to JSON text (``Infinity``/``NaN`` allowed for float constants)."""
+    return json.dumps(kernel_to_dict(k), separators=(",", ":"))
+
+
+def _enc_expr(e):
+    t = type(e)
+    if t is ir.Const:
+        return ["c", e.value]
+    if t is ir.Var:
+        return ["v", e.slot, e.name]
+    if t is ir.JobId:
+        return ["job"]
+    if t is ir.Unary:
+        return ["un", e.op, _enc_expr(e.operand)]
+    if t is ir.Binary:
+        return ["bin", e.op, _enc_expr(e.left), _enc_expr(e.right)]
+    if t is ir.Compare:
+        return ["cmp", e.op, _enc_expr(e.left), _enc_expr(e.right)]
+    if t is ir.BoolOp:
+        return ["bool", e.op, [_enc_expr(v) for v in e.values]]
+    if t is ir.IfExp:
+        return ["ifx", _enc_expr(e.cond), _enc_expr(e.then), _enc_expr(e.orelse)]
+    raise TypeError(f"not an IR expression: {e!r}")
+
+
+def _enc_view(v: ir.View):
+    return {"s": v.storage, "off": _enc_expr(v.offset), "sizes": [_enc_expr(s) for s in v.sizes],
+            "strides": list(v.strides)}
+
+
+def _enc_stmt(s):
+    t = type(s)
+    if t is ir.Assign:
+        return {"t": "assign", "slot": s.slot, "name": s.name, "value": _enc_expr(s.value), "line": s.line}
+    if t is ir.For:
+        return {"t": "for", "slot": s.slot, "name": s.name, "start": _enc_expr(s.start),
+                "end": _enc_expr(s.end), "body": [_enc_stmt(b) for b in s.body], "line": s.line}
+    if t is ir.If:
+        return {"t": "if", "cond": _enc_expr(s.cond), "then": [_enc_stmt(b) for b in s.then],
+                "else": [_enc_stmt(b) for b in s.orelse], "line": s.line}
+    args = {}
+    for p in OPS[s.op].params:
+        v = s.args[p.name]
+        if isinstance(v, ir.View):
+            args[p.name] = _enc_view(v)
+        elif p.kind in ("scalar", "any"):
+            args[p.name] = _enc_expr(v)
+        else:
+            args[p.name] = v
+    return {"t": "inst", "op": s.op, "args": args, "line": s.line, "col": s.col, "alloc": s.alloc}
+
+
+# ---- decoding (untrusted) -----------------------------------------------------------------------
+
+
+def loads(text) -> ir.Kernel:
+    """Parse and validate untrusted JSON text (str or bytes) into a kernel; raises ``IRFormatError``."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > MAX_BYTES:
+            raise IRFormatError(f"IR JSON is {len(text)} bytes, more than the limit of {MAX_BYTES}")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise IRFormatError(f"IR JSON is not UTF-8: {exc}") from None
+    if not isinstance(text, str):
+        raise IRFormatError(f"IR JSON must be text, got {type(text).__name__}")
+    if len(text) > MAX_BYTES:
+        raise IRFormatError(f"IR JSON is {len(text)} characters, more than the limit of {MAX_BYTES}")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise IRFormatError("IR JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise IRFormatError(f"IR JSON does not parse: {exc}") from None
+    return kernel_from_dict(data)
+
+
+def kernel_from_dict(data) -> ir.Kernel:
+    """Validate plain data (as produced by ``kernel_to_dict``) into a kernel; raises ``IRFormatError``."""
+    return _Decoder().kernel(data)
+
+
+class _Decoder:
+    def __init__(self):
+        self.nodes = 0
+        self.defined: set[int] = set()
+        self.used: dict[int, str] = {}
+        self.num_slots = 0
+        self.storages: tuple = ()
+
+    # -- primitives --
+
+    def fail(self, path, message):
+        raise IRFormatError(f"{path}: {message}")
+
+    def count(self, path):
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self.fail(path, f"more than {MAX_NODES} IR nodes")
+
+    def obj(self, d, path, keys):
+        if not isinstance(d, dict):
+            self.fail(path, f"expected an object, got {_tname(d)}")
+        if set(d) != set(keys):
+            extra, missing = sorted(set(d) - set(keys)), sorted(set(keys) - set(d))
+            self.fail(path, f"wrong keys (unknown: {extra}, missing: {missing})")
+        return d
+
+    def int(self, v, path, lo, hi):
+        if type(v) is not int:
+            self.fail(path, f"expected an integer, got {_tname(v)}")
+        if not lo <= v <= hi:
+            self.fail(path, f"{v} is outside [{lo}, {hi}]")
+        return v
+
+    def str(self, v, path, limit=MAX_NAME, choices=None):
+        if type(v) is not str:
+            self.fail(path, f"expected a string, got {_tname(v)}")
+        if len(v) > limit:
+            self.fail(path, f"string longer than {limit} characters")
+        if choices is not None and v not in choices:
+            self.fail(path, f"{v!r} is not one of {sorted(choices)}")
+        return v
+
+    def list(self, v, path, limit=None):
+        if not isinstance(v, list):
+            self.fail(path, f"expected a list, got {_tname(v)}")
+        if limit is not None and len(v) > limit:
+            self.fail(path, f"more than {limit} entries")
+        return v
+
+    def number(self, v, path):
+        if type(v) is bool or type(v) is float:
+            return v
+        if type(v) is int:
+            return self.int(v, path, -MAX_INT, MAX_INT)
+        self.fail(path, f"expected a number or bool, got {_tname(v)}")
+
+    # -- kernel --
+
+    def kernel(self, d) -> ir.Kernel:
+        self.obj(d, "$", ("format", "version", "name", "num_jobs", "num_slots", "storages", "body"))
+        if d["format"] != FORMAT or d["version"] != VERSION:
+            self.fail("$", f"unsupported IR format {d['format']!r} version {d['version']!r}")
+        name = self.str(d["name"], "$.name")
+        num_jobs = self.int(d["num_jobs"], "$.num_jobs", 1, MAX_JOBS)
+        self.num_slots = self.int(d["num_slots"], "$.num_slots", 1, MAX_NODES)
+        self.storages = self.storage_list(d["storages"])
+        body = self.block(d["body"], "$.body", 1)
+        for slot, path in self.used.items():
+            if slot != 0 and slot not in self.defined:
+                self.fail(path, f"slot {slot} is read but never assigned")
+        io = tuple(ir.TensorMeta(s.name, s.shape, s.dtype) for s in self.storages if s.kind == "io")
+        return ir.Kernel(name, num_jobs, io, self.storages, self.num_slots, body)
+
+    def storage_list(self, items):
+        items = self.list(items, "$.storages", MAX_STORAGES)
+        out, seen_spm, io_names = [], False, set()
+        for i, s in enumerate(items):
+            path = f"$.storages[{i}]"
+            self.obj(s, path, ("kind", "name", "shape", "dtype"))
+            kind = self.str(s["kind"], path + ".kind", choices=("io", "spm"))
+            name = self.str(s["name"], path + ".name")
+            if kind == "io":
+                if seen_spm:
+                    self.fail(path, "io storages must come before spm storages")
+                if name in io_names:
+                    self.fail(path, f"duplicate io tensor name {name!r}")
+                io_names.add(name)
+            seen_spm |= kind == "spm"
+            shape = tuple(self.int(x, f"{path}.shape[{j}]", 0, MAX_DIM_SIZE)
+                          for j, x in enumerate(self.list(s["shape"], path + ".shape", MAX_DIMS)))
+            numel = math.prod(shape)
+            if numel > MAX_DIM_SIZE:
+                self.fail(path, f"{numel} elements is more than {MAX_DIM_SIZE}")
+            out.append(ir.Storage(i, kind, name, shape, self.str(s["dtype"], path + ".dtype", choices=DTYPES)))
+        return tuple(out)
+
+    # -- statements --
+
+    def block(self, items, path, depth):
+        if depth > MAX_DEPTH:
+            self.fail(path, f"statements nested deeper than {MAX_DEPTH}")
+        return tuple(self.stmt(s, f"{path}[{i}]", depth) for i, s in enumerate(self.list(items, path)))
+
+    def stmt(self, s, path, depth):
+        self.count(path)
+        if not isinstance(s, dict) or "t" not in s:
+            self.fail(path, "expected a statement object with a 't' field")
+        kind = s["t"]
+        if kind == "assign":
+            self.obj(s, path, ("t", "slot", "name", "value", "line"))
+            slot = self.define(s["slot"], path + ".slot")
+            return ir.Assign(slot, self.str(s["name"], path + ".name"), self.expr(s["value"], path + ".value", 0),
+                             self.int(s["line"], path + ".line", 0, MAX_LINE))
+        if kind == "for":
+            self.obj(s, path, ("t", "slot", "name", "start", "end", "body", "line"))
+            slot = self.define(s["slot"], path + ".slot")
+            return ir.For(slot, self.str(s["name"], path + ".name"), self.expr(s["start"], path + ".start", 0),
+                          self.expr(s["end"], path + ".end", 0), self.block(s["body"], path + ".body", depth + 1),
+                          self.int(s["line"], path + ".line", 0, MAX_LINE))
+        if kind == "if":
+            self.obj(s, path, ("t", "cond", "then", "else", "line"))
+            return ir.If(self.expr(s["cond"], path + ".cond", 0), self.block(s["then"], path + ".then", depth + 1),
+                         self.block(s["else"], path + ".else", depth + 1),
+                         self.int(s["line"], path + ".line", 0, MAX_LINE))
+        if kind == "inst":
+            return self.inst(s, path)
+        self.fail(path, f"unknown statement kind {kind!r}")
+
+    def define(self, slot, path):
+        slot = self.int(slot, path, 1, self.num_slots - 1)
+        if slot in self.defined:
+            self.fail(path, f"slot {slot} is assigned more than once")
+        self.defined.add(slot)
+        return slot
+
+    def inst(self, s, path):
+        self.obj(s, path, ("t", "op", "args", "line", "col", "alloc"))
+        op = self.str(s["op"], path + ".op")
+        spec = OPS.get(op)
+        if spec is None:
+            self.fail(path + ".op", f"unknown instruction {op!r}")
+        raw = self.obj(s["args"], path + ".args", tuple(p.name for p in spec.params))
+        args = {}
+        for p in spec.params:
+            ap = f"{path}.args.{p.name}"
+            v = raw[p.name]
+            if p.kind in ("in", "out") or (p.kind == "any" and isinstance(v, dict)):
+                args[p.name] = self.view(v, ap)
+            elif p.kind in ("scalar", "any"):
+                args[p.name] = self.expr(v, ap, 0)
+            else:
+                args[p.name] = v
+        self.check_consts(op, args, path)
+        if type(s["alloc"]) is not bool or (s["alloc"] and op != "fill"):
+            self.fail(path + ".alloc", "alloc must be a bool, and true only for fill")
+        return ir.Inst(op, args, self.int(s["line"], path + ".line", 0, MAX_LINE),
+                       self.int(s["col"], path + ".col", 0, MAX_LINE), s["alloc"])
+
+    def check_consts(self, op, args, path):
+        if op == "reduce":
+            ndim = len(args["x"].sizes)
+            self.int(args["dim"], path + ".args.dim", 0, max(ndim - 1, 0))
+            if ndim == 0:
+                self.fail(path + ".args.x", "reduce needs a tile with at least one dimension")
+            self.str(args["op"], path + ".args.op", choices=REDUCE_OPS)
+        elif op == "fill":
+            self.number(args["value"], path + ".args.value")
+        elif op == "print":
+            self.str(args["msg"], path + ".args.msg", MAX_MSG)
+            if type(args["print_only_if_job0"]) is not bool:
+                self.fail(path + ".args.print_only_if_job0", "expected a bool")
+
+    # -- views and expressions --
+
+    def view(self, v, path):
+        self.count(path)
+        self.obj(v, path, ("s", "off", "sizes", "strides"))
+        sid = self.int(v["s"], path + ".s", 0, len(self.storages) - 1)
+        sizes = self.list(v["sizes"], path + ".sizes", MAX_DIMS)
+        strides = self.list(v["strides"], path + ".strides", MAX_DIMS)
+        if len(sizes) != len(strides):
+            self.fail(path, "sizes and strides differ in length")
+        return ir.View(sid, self.expr(v["off"], path + ".off", 0),
+                       tuple(self.expr(e, f"{path}.sizes[{i}]", 0) for i, e in enumerate(sizes)),
+                       tuple(self.int(x, f"{path}.strides[{i}]", -MAX_STRIDE, MAX_STRIDE)
+                             for i, x in enumerate(strides)))
+
+    def expr(self, e, path, depth):
+        self.count(path)
+        if depth > MAX_DEPTH:
+            self.fail(path, f"expression nested deeper than {MAX_DEPTH}")
+        if not isinstance(e, list) or not e or type(e[0]) is not str:
+            self.fail(path, "expected an expression list such as [\"c\", 1]")
+        tag, n, d = e[0], len(e), depth + 1
+        shape = {"c": 2, "v": 3, "job": 1, "un": 3, "bin": 4, "cmp": 4, "bool": 3, "ifx": 4}.get(tag)
+        if shape is None:
+            self.fail(path, f"unknown expression tag {tag!r}")
+        if n != shape:
+            self.fail(path, f"'{tag}' takes {shape - 1} operand(s), got {n - 1}")
+        if tag == "c":
+            return ir.Const(self.number(e[1], path + "[1]"))
+        if tag == "v":
+            slot = self.int(e[1], path + "[1]", 0, self.num_slots - 1)
+            self.used.setdefault(slot, path)
+            return ir.Var(slot, self.str(e[2], path + "[2]"))
+        if tag == "job":
+            return ir.JobId()
+        if tag == "un":
+            return ir.Unary(self.str(e[1], path + "[1]", choices=UNARY_OPERATORS), self.expr(e[2], path + "[2]", d))
+        if tag in ("bin", "cmp"):
+            ops = BINARY_OPERATORS if tag == "bin" else COMPARE_OPERATORS
+            cls = ir.Binary if tag == "bin" else ir.Compare
+            return cls(self.str(e[1], path + "[1]", choices=ops), self.expr(e[2], path + "[2]", d),
+                       self.expr(e[3], path + "[3]", d))
+        if tag == "bool":
+            values = self.list(e[2], path + "[2]")
+            if len(values) < 2:
+                self.fail(path, "'bool' needs at least two operands")
+            return ir.BoolOp(self.str(e[1], path + "[1]", choices=BOOL_OPERATORS),
+                             tuple(self.expr(v, f"{path}[2][{i}]", d) for i, v in enumerate(values)))
+        return ir.IfExp(self.expr(e[1], path + "[1]", d), self.expr(e[2], path + "[2]", d),
+                        self.expr(e[3], path + "[3]", d))
+
+
+def _tname(v) -> str:
+    return "null" if v is None else type(v).__name__

@@ -1,0 +1,6 @@
+"""The KDT-TPU cycle simulator (spec kdt-semantics.md §3-§4)."""
+from .launch import DEFAULT_TIMEOUT, launch_kernel
+from .profile import JobRun, Profile, TraceEntry
+from .spec import TPUSpec
+
+__all__ = ["DEFAULT_TIMEOUT", "JobRun", "Profile", "TPUSpec", "TraceEntry", "launch_kernel"]

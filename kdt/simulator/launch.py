@@ -1,0 +1,108 @@
+"""``launch_kernel``: check, simulate every job, place jobs on SMs (spec kdt-semantics.md §1, §3, §4)."""
+import sys
+import time
+
+import numpy as np
+import torch
+
+from ..ir.kernel import CompiledKernel
+from .errors import SPMOverflowError, SimulationTimeout
+from .errors import TypeError as LaunchTypeError
+from .errors import ValueError as LaunchValueError
+from .memory import new_storage
+from .program import JobState, ProgramBuilder
+from .schedule import assign_jobs
+from .spec import TPUSpec
+
+DEFAULT_TIMEOUT = 20.0
+_DTYPES = {torch.float32: "float32", torch.bool: "bool"}
+
+
+def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec, *,
+                  timeout: float = DEFAULT_TIMEOUT, profile=None, print_file=None) -> int:
+    """Simulate ``compiled`` on ``tpu_spec`` and return the kernel's cycles.
+
+    ``io_tensors`` must have exactly the compile-time names, shapes and dtypes (CPU tensors); outputs are
+    written into them in place. ``profile`` (a ``kdt.Profile``) collects per-instruction traces and the
+    job -> SM placement; ``print_file`` receives ``kdt.print`` output (stdout by default).
+
+    Raises ``ValueError`` (bad arguments), ``RuntimeError`` (SPM overflow, before job 0),
+    ``IndexError`` (a view outside its storage), ``ShapeError``/``TypeError`` (launch-time checks) and
+    ``TimeoutError`` after ``timeout`` seconds of wall-clock time.
+    """
+    if not isinstance(compiled, CompiledKernel):
+        raise LaunchTypeError(f"launch_kernel needs a CompiledKernel, got {type(compiled).__name__}")
+    if not isinstance(tpu_spec, TPUSpec):
+        raise LaunchTypeError(f"launch_kernel needs a kdt.TPUSpec, got {type(tpu_spec).__name__}")
+    kernel = compiled.ir
+    arrays, write_back = _io_arrays(kernel, io_tensors)
+    _check_spm(kernel, tpu_spec)
+    storages = [new_storage(st, arrays.get(st.id)) for st in kernel.storages]
+    deadline = time.monotonic() + timeout
+    state = JobState(deadline)
+    out = print_file if print_file is not None else None
+    body = ProgramBuilder(kernel, storages, tpu_spec, state, lambda: out or sys.stdout).build()
+    try:
+        with np.errstate(all="ignore"):
+            job_cycles = _run_jobs(kernel, body, state, profile)
+    finally:
+        for tensor, array in write_back:
+            tensor.copy_(torch.from_numpy(array.reshape(tuple(tensor.shape))))
+    cycles, placement = assign_jobs(job_cycles, tpu_spec.num_sms)
+    if profile is not None:
+        profile.finish(kernel, tpu_spec, job_cycles, placement, cycles)
+    return cycles
+
+
+def _run_jobs(kernel, body, state: JobState, profile) -> list:
+    job_cycles = []
+    base = 0
+    now = time.monotonic
+    for job in range(kernel.num_jobs):
+        if now() > state.deadline:
+            raise SimulationTimeout(f"simulation passed its wall-clock limit before job {job}")
+        env = [None] * kernel.num_slots
+        env[0] = job
+        state.start_job(job, base)
+        state.trace = profile.trace_for(job) if profile is not None else None
+        body(env)
+        job_cycles.append(state.job_end - base)
+        base = state.job_end
+    return job_cycles
+
+
+def _io_arrays(kernel, io_tensors):
+    """Numpy arrays sharing memory with the io tensors (copies, written back, where that is impossible)."""
+    if not isinstance(io_tensors, dict):
+        raise LaunchValueError(f"io_tensors must be a dict, got {type(io_tensors).__name__}")
+    want = {m.name for m in kernel.io}
+    missing, extra = sorted(want - set(io_tensors)), sorted(set(io_tensors) - want)
+    if missing or extra:
+        raise LaunchValueError(f"io_tensors do not match the compiled kernel (missing: {missing}, "
+                               f"unexpected: {extra})")
+    arrays, write_back = {}, []
+    for st in kernel.storages:
+        if st.kind != "io":
+            continue
+        t = io_tensors[st.name]
+        if not isinstance(t, torch.Tensor):
+            raise LaunchValueError(f"io_tensors['{st.name}'] is not a tensor")
+        if t.device.type != "cpu":
+            raise LaunchValueError(f"io_tensors['{st.name}'] must be on the CPU, it is on {t.device}")
+        if _DTYPES.get(t.dtype) != st.dtype or tuple(t.shape) != st.shape:
+            raise LaunchValueError(f"io_tensors['{st.name}'] is {t.dtype} {tuple(t.shape)}, the kernel was "
+                                   f"compiled for {st.dtype} {st.shape}")
+        t = t.detach()
+        if t.is_contiguous():
+            arrays[st.id] = t.view(-1).numpy()
+        else:
+            arrays[st.id] = t.contiguous().view(-1).numpy()
+            write_back.append((io_tensors[st.name], arrays[st.id]))
+    return arrays, write_back
+
+
+def _check_spm(kernel, spec: TPUSpec):
+    need = sum(st.spm_bytes for st in kernel.storages if st.kind == "spm")
+    if need > spec.spm_size:
+        raise SPMOverflowError(f"the kernel allocates {need} bytes of SPM, more than the SM's {spec.spm_size} "
+                               "bytes (float32: 4 bytes per element, bool: 1/8 byte, rounded up per storage)")

@@ -1,0 +1,203 @@
+"""Storages, resolved views and the per-element timing stamps of spec kdt-semantics.md §4.
+
+Every storage keeps, for each element, the finish cycle of its last writer (``w``) and last reader
+(``r``). Two tricks keep this cheap without changing a single cycle:
+
+* **Epochs.** Stamps are absolute: job ``j`` runs with a base ``B`` larger than every stamp written by
+  earlier jobs and issues from ``B + 1``, so old stamps can never win a ``max`` and nothing has to be
+  reset between jobs (the spec's per-job reset to 0 is implied).
+* **Uniform stamps.** While every element of a storage carries the same stamp, it is kept as one int
+  (``w_u``/``r_u``); the per-element int64 array is only materialised when a view covering part of the
+  storage is written. Timing only needs the *set* of elements a view touches, so broadcast (stride 0)
+  and size-1 dimensions are ignored and a view whose set is the whole storage counts as full.
+"""
+import numpy as np
+
+from .errors import OutOfBoundsError, ShapeError
+
+_ITEMSIZE = {"float32": 4, "bool": 1}
+_NP_DTYPE = {"float32": np.float32, "bool": np.bool_}
+
+# How a view's element set lies in its storage, for stamp reads and writes.
+FULL, RANGE, STRIDED, EMPTY = 0, 1, 2, 3
+
+
+class StorageRT:
+    """The run-time state of one storage: its data (1-D numpy array, shared with the io tensor for
+    io storages) and its timing stamps."""
+
+    __slots__ = ("id", "kind", "name", "dtype", "n", "data", "w_u", "r_u", "w_a", "r_a", "label")
+
+    def __init__(self, sid: int, kind: str, name: str, dtype: str, data: np.ndarray):
+        self.id, self.kind, self.name, self.dtype = sid, kind, name, dtype
+        self.data = data
+        self.n = data.size
+        self.w_u = self.r_u = 0
+        self.w_a = self.r_a = None
+        self.label = name if kind == "io" else (name or f"spm#{sid}")
+
+    def materialise_w(self) -> np.ndarray:
+        """Switch ``w`` to per-element mode (filled with the uniform stamp) and return the array."""
+        if self.w_a is None:
+            self.w_a = np.full(self.n, self.w_u, dtype=np.int64)
+        else:
+            self.w_a.fill(self.w_u)
+        self.w_u = None
+        return self.w_a
+
+    def materialise_r(self) -> np.ndarray:
+        if self.r_a is None:
+            self.r_a = np.full(self.n, self.r_u, dtype=np.int64)
+        else:
+            self.r_a.fill(self.r_u)
+        self.r_u = None
+        return self.r_a
+
+
+def new_storage(st, data=None) -> StorageRT:
+    """Run-time state for an ``ir.Storage``; SPM storages get a fresh zeroed buffer."""
+    if data is None:
+        data = np.zeros(st.numel, dtype=_NP_DTYPE[st.dtype])
+    return StorageRT(st.id, st.kind, st.name, st.dtype, data)
+
+
+class RV:
+    """A view resolved for concrete offset and sizes: numpy data view, shape and timing access.
+
+    ``data`` is the numpy view (shape ``shape``); ``wdata``/``widx`` give a write target without
+    self-overlap (broadcast output dimensions collapsed so the last write wins, spec §3).
+    """
+
+    __slots__ = ("st", "shape", "numel", "data", "wdata", "widx", "tk", "lo", "hi", "t_shape", "t_strides",
+                 "_wv", "_rv")
+
+    def __init__(self, st: StorageRT, off: int, sizes: tuple, strides: tuple):
+        self.st = st
+        self.shape = sizes
+        numel = 1
+        for s in sizes:
+            numel *= s
+        self.numel = numel
+        item = _ITEMSIZE[st.dtype]
+        if numel == 0:
+            self.data = np.empty(sizes, dtype=st.data.dtype)
+        else:
+            self.data = np.ndarray(sizes, st.data.dtype, buffer=st.data, offset=off * item,
+                                   strides=tuple(s * item for s in strides))
+        self.wdata, self.widx = self.data, None
+        if any(st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)):
+            keep = tuple(0 if (st_ == 0 and sz > 1) else slice(None) for sz, st_ in zip(sizes, strides))
+            self.wdata = self.data[keep]
+            self.widx = tuple(-1 if k == 0 else slice(None) for k in keep)
+        self._wv = self._rv = None
+        self._layout(off, sizes, strides)
+
+    def _layout(self, off, sizes, strides):
+        """Classify the element set: FULL storage, a contiguous RANGE [lo, hi), STRIDED or EMPTY."""
+        if self.numel == 0:
+            self.tk = EMPTY
+            return
+        dims = sorted(((abs(st), sz) for sz, st in zip(sizes, strides) if st != 0 and sz > 1), reverse=True)
+        lo = off + sum((sz - 1) * st for sz, st in zip(sizes, strides) if st < 0)
+        expect, count = 1, 1
+        contiguous = True
+        for st, sz in reversed(dims):
+            if st != expect:
+                contiguous = False
+            expect = st * sz
+            count *= sz
+        if contiguous:
+            self.lo, self.hi = lo, lo + count
+            self.tk = FULL if (lo == 0 and count == self.st.n) else RANGE
+        else:
+            self.tk = STRIDED
+            self.lo = lo
+            self.t_shape = tuple(sz for _, sz in dims)
+            self.t_strides = tuple(st * 8 for st, _ in dims)
+
+    def _stamp_view(self, arr):
+        if self.tk == RANGE or self.tk == FULL:
+            return arr[self.lo:self.hi]
+        return np.ndarray(self.t_shape, np.int64, buffer=arr, offset=self.lo * 8, strides=self.t_strides)
+
+    def w_view(self):
+        """This view's elements in the storage's per-element ``w`` array (materialised already)."""
+        v = self._wv
+        if v is None:
+            v = self._wv = self._stamp_view(self.st.w_a)
+        return v
+
+    def r_view(self):
+        v = self._rv
+        if v is None:
+            v = self._rv = self._stamp_view(self.st.r_a)
+        return v
+
+    def write(self, result) -> None:
+        """Write ``result`` (shape ``shape``) into the view; for a broadcast output dimension the last
+        element along it wins (spec §3)."""
+        if self.widx is None:
+            np.copyto(self.data, result, casting="unsafe")
+        else:
+            np.copyto(self.wdata, np.asarray(result)[self.widx], casting="unsafe")
+
+
+def max_w(rv: RV) -> int:
+    """Largest ``w`` stamp over the view's elements (0 for an empty view)."""
+    u = rv.st.w_u
+    if u is not None:
+        return u if rv.numel else 0
+    if rv.tk == EMPTY:
+        return 0
+    return int(rv.w_view().max())
+
+
+def max_r(rv: RV) -> int:
+    """Largest ``r`` stamp over the view's elements (0 for an empty view)."""
+    u = rv.st.r_u
+    if u is not None:
+        return u if rv.numel else 0
+    if rv.tk == EMPTY:
+        return 0
+    return int(rv.r_view().max())
+
+
+def set_w(rv: RV, t: int) -> None:
+    """Assign ``w = t`` on every element of the view."""
+    tk = rv.tk
+    if tk == FULL:
+        rv.st.w_u = t
+    elif tk != EMPTY:
+        st = rv.st
+        if st.w_u is not None:
+            st.materialise_w()
+        rv.w_view()[...] = t
+
+
+def set_r(rv: RV, t: int) -> None:
+    """Assign ``r = t`` on every element of the view."""
+    tk = rv.tk
+    if tk == FULL:
+        rv.st.r_u = t
+    elif tk != EMPTY:
+        st = rv.st
+        if st.r_u is not None:
+            st.materialise_r()
+        rv.r_view()[...] = t
+
+
+def check_bounds(st: StorageRT, off, sizes, strides, where: str):
+    """Spec §3's bounds check; raises ``OutOfBoundsError`` (an IndexError) or ``ShapeError``."""
+    for s in sizes:
+        if s < 0:
+            raise ShapeError(f"{where}: view of '{st.label}' has a negative size {tuple(sizes)}")
+    if 0 in sizes:
+        last = off + sum((s - 1) * d for s, d in zip(sizes, strides))
+        first = off
+    else:
+        first = off + sum((s - 1) * d for s, d in zip(sizes, strides) if d < 0)
+        last = off + sum((s - 1) * d for s, d in zip(sizes, strides) if d > 0)
+    if first < 0 or last >= st.n:
+        raise OutOfBoundsError(
+            f"{where}: view of '{st.label}' (offset {off}, sizes {tuple(sizes)}, strides {tuple(strides)}) "
+            f"reaches element {first if first < 0 else last}, outside its {st.n} elements")

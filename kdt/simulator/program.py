@@ -1,0 +1,344 @@
+"""Compile a kernel's IR once per launch into nested Python closures that execute one job
+(spec kdt-semantics.md §3 for the meaning, §4 for the timing).
+
+Closures instead of a tree walk: each statement becomes a function ``f(env)`` with everything that is
+known before the first job (constant views, static shapes and latencies, operator functions) already
+bound, so the per-instruction cost is a few attribute reads, the numpy operation and the stamp updates.
+No IR field is ever turned into Python source.
+"""
+import builtins
+import time
+
+from ..ir import nodes as ir
+from ..ir.ops import MATRIX, MEMORY, OPS, UNIT_OF_CLASS, VECTOR
+from .errors import LaunchError, ShapeError, SimulationTimeout
+from .errors import TypeError as LaunchTypeError
+from .errors import ValueError as LaunchValueError
+from .exprs import compile_expr
+from .memory import RV, check_bounds, max_r, max_w, set_r, set_w
+from .semantics import make_compute, matmul_latency, numel, shape_error, vector_latency
+
+_RESOLVE_CACHE_LIMIT = 4096
+_UNIT_INDEX = {VECTOR: 1, MATRIX: 2}
+
+
+class JobState:
+    """Timing state of the job being simulated, in absolute cycles (see ``memory`` on epochs).
+
+    ``free[1]``/``free[2]`` are the VXM/MXM free cycles; ``trace`` is a list to append
+    ``(op, issue, finish, unit, line)`` records to (relative cycles), or None.
+    """
+
+    __slots__ = ("next_issue", "free", "job_end", "base", "trace", "deadline", "job")
+
+    def __init__(self, deadline: float):
+        self.deadline = deadline
+        self.base = 0
+        self.trace = None
+        self.start_job(0, 0)
+
+    def start_job(self, job: int, base: int):
+        self.job, self.base = job, base
+        self.next_issue = base + 1
+        self.free = [base, base, base]
+        self.job_end = base
+
+
+class ViewResolver:
+    """Turns an ``ir.View`` into an ``RV`` for the current slot values, checking bounds (§3).
+
+    Constant views are resolved once; dynamic ones are cached by (offset, sizes)."""
+
+    def __init__(self, view: ir.View, storage, slot_types, where: str):
+        self.st = storage
+        self.strides = view.strides
+        self.where = where
+        self.off_f = compile_expr(view.offset, slot_types)
+        self.size_fs = [compile_expr(s, slot_types) for s in view.sizes]
+        self.static = type(view.offset) is ir.Const and all(type(s) is ir.Const for s in view.sizes)
+        self.static_sizes = tuple(s.value for s in view.sizes) if all(type(s) is ir.Const for s in view.sizes) \
+            else None
+        self.cache: dict = {}
+        self.fixed = None
+
+    def __call__(self, env) -> RV:
+        if self.fixed is not None:
+            return self.fixed
+        off = self.off_f(env)
+        sizes = self.static_sizes or tuple(f(env) for f in self.size_fs)
+        key = (off, sizes)
+        rv = self.cache.get(key)
+        if rv is None:
+            rv = self.make(off, sizes)
+            if self.static:
+                self.fixed = rv
+            elif len(self.cache) >= _RESOLVE_CACHE_LIMIT:
+                self.cache.clear()
+            self.cache[key] = rv
+        return rv
+
+    def make(self, off, sizes) -> RV:
+        for v in (off, *sizes):
+            if type(v) is not int:
+                if type(v) is bool:
+                    continue
+                raise LaunchTypeError(f"{self.where}: view offsets and sizes must be ints, got "
+                                      f"{type(v).__name__} {v!r}")
+        off, sizes = int(off), tuple(int(s) for s in sizes)
+        check_bounds(self.st, off, sizes, self.strides, self.where)
+        return RV(self.st, off, sizes, self.strides)
+
+
+class ProgramBuilder:
+    """Builds the closures of one kernel for one launch (bound to that launch's storages)."""
+
+    def __init__(self, kernel: ir.Kernel, storages: list, spec, state: JobState, out_stream):
+        self.kernel = kernel
+        self.storages = storages
+        self.spec = spec
+        self.state = state
+        self.out_stream = out_stream
+        self.slot_types = _slot_types(kernel)
+
+    def build(self):
+        return self.block(self.kernel.body)
+
+    def block(self, stmts):
+        fns = [self.stmt(s) for s in stmts]
+        if len(fns) == 1:
+            return fns[0]
+
+        def run_block(env):
+            for f in fns:
+                f(env)
+        return run_block
+
+    def stmt(self, s):
+        t = type(s)
+        if t is ir.Inst:
+            return self.inst(s)
+        if t is ir.Assign:
+            return self.assign(s)
+        if t is ir.For:
+            return self.loop(s)
+        return self.branch(s)
+
+    def assign(self, s: ir.Assign):
+        f, slot, line = compile_expr(s.value, self.slot_types), s.slot, s.line
+
+        def run_assign(env):
+            try:
+                env[slot] = f(env)
+            except LaunchError:
+                raise
+            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                raise _scalar_error(line, exc) from None
+        return run_assign
+
+    def loop(self, s: ir.For):
+        start, end = compile_expr(s.start, self.slot_types), compile_expr(s.end, self.slot_types)
+        body, slot, line, state = self.block(s.body), s.slot, s.line, self.state
+        now = time.monotonic
+
+        def run_for(env):
+            try:
+                lo, hi = start(env), end(env)
+            except LaunchError:
+                raise
+            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                raise _scalar_error(line, exc) from None
+            if type(lo) not in (int, bool) or type(hi) not in (int, bool):
+                raise LaunchTypeError(f"Line {line}: range() bounds must be ints, got "
+                                      f"{type(lo).__name__} {lo!r} and {type(hi).__name__} {hi!r}")
+            deadline = state.deadline
+            for i in range(lo, hi):
+                env[slot] = i
+                body(env)
+                if now() > deadline:
+                    raise SimulationTimeout(f"simulation passed its wall-clock limit (at line {line})")
+        return run_for
+
+    def branch(self, s: ir.If):
+        cond = compile_expr(s.cond, self.slot_types)
+        then = self.block(s.then) if s.then else None
+        orelse = self.block(s.orelse) if s.orelse else None
+        line = s.line
+
+        def run_if(env):
+            try:
+                c = cond(env)
+            except LaunchError:
+                raise
+            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                raise _scalar_error(line, exc) from None
+            if type(c) is not bool:
+                raise LaunchTypeError(f"Line {line}: an if condition must be a bool, got {type(c).__name__} "
+                                      f"{c!r} (write e.g. 'if n % 3 != 0:')")
+            f = then if c else orelse
+            if f is not None:
+                f(env)
+        return run_if
+
+    # ---- instructions ---------------------------------------------------------------------------
+
+    def inst(self, s: ir.Inst):
+        spec = OPS[s.op]
+        where = f"Line {s.line}, kdt.{s.op}"
+        tiles = {p.name: s.args[p.name] for p in spec.params if isinstance(s.args[p.name], ir.View)}
+        scalars = {p.name: compile_expr(s.args[p.name], self.slot_types) for p in spec.params
+                   if p.kind in ("scalar", "any") and not isinstance(s.args[p.name], ir.View)}
+        in_names = [n for n in tiles if n not in spec.tile_outputs]
+        in_res = [self.resolver(tiles[n], where) for n in in_names]
+        out_res = self.resolver(tiles[spec.tile_outputs[0]], where) if spec.tile_outputs else None
+        compute = make_compute(s, scalars, self.out_stream)
+        if s.op == "print" and "x" in scalars:
+            return self.scalar_print(compute, s.line)
+        check = self.shape_check(s, tiles)
+        latency = self.latency_fn(s, tiles)
+        return self.timed(s, spec, in_res, out_res, compute, check, latency, where)
+
+    def resolver(self, view: ir.View, where: str) -> ViewResolver:
+        return ViewResolver(view, self.storages[view.storage], self.slot_types, where)
+
+    def shape_check(self, s, tiles):
+        """None when the shapes are statically fine; else a function raising ``ShapeError`` when due."""
+        if s.op in ("fill", "print"):
+            return None
+        dim = s.args.get("dim")
+        names = list(tiles)
+        static = [_static_sizes(tiles[n]) for n in names]
+        where = f"Line {s.line}, kdt.{s.op}"
+        if all(x is not None for x in static):
+            problem = shape_error(s.op, dict(zip(names, static)), dim)
+            if problem is None:
+                return None
+
+            def fail(ins, out):
+                raise ShapeError(f"{where}: {problem}")
+            return fail
+        order = names  # inputs first, then the output, matching ``ins + [out]``
+
+        def check(ins, out):
+            shapes = dict(zip(order, [rv.shape for rv in ins] + [out.shape]))
+            problem = shape_error(s.op, shapes, dim)
+            if problem:
+                raise ShapeError(f"{where}: {problem}")
+        return check
+
+    def latency_fn(self, s, tiles):
+        """An int when the latency is static, else a function of the resolved inputs."""
+        klass = OPS[s.op].klass
+        if klass == MEMORY:
+            return self.spec.load_store_latency
+        if klass == VECTOR:
+            first = tiles[OPS[s.op].tile_inputs[0]]
+            sizes = _static_sizes(first)
+            trpt = self.spec.vxm_trpt
+            if sizes is not None:
+                return vector_latency(numel(sizes), trpt)
+            return lambda ins: vector_latency(ins[0].numel, trpt)
+        if klass == MATRIX:
+            a, b = _static_sizes(tiles["a"]), _static_sizes(tiles["b"])
+            trpt = self.spec.mxm_trpt
+            if a is not None and b is not None and len(a) == 2 and len(b) == 2:
+                return matmul_latency(a[0], a[1], b[1], trpt)
+            return lambda ins: matmul_latency(ins[0].shape[0], ins[0].shape[1], ins[1].shape[1], trpt)
+        return 0
+
+    def scalar_print(self, compute, line):
+        """``print`` of a scalar expression: output only, no tile and no timing (spec §3 / conformance)."""
+        def run_print(env):
+            try:
+                compute((), None, env)
+            except LaunchError:
+                raise
+            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                raise _scalar_error(line, exc) from None
+        return run_print
+
+    def timed(self, s, spec, in_res, out_res, compute, check, latency, where):
+        """The closure of a tile instruction: resolve, check, compute, then the §4 timing update."""
+        state, op, line = self.state, s.op, s.line
+        unit = _UNIT_INDEX.get(spec.klass, 0)
+        holds_issue = spec.klass != "free"
+        unit_name = UNIT_OF_CLASS[spec.klass]
+        static_latency = latency if isinstance(latency, int) else None
+        only_job0 = s.op == "print" and s.args["print_only_if_job0"]
+
+        def run_inst(env):
+            if only_job0 and env[0] != 0:
+                return  # spec §3: no output and no timing at all in other jobs
+            try:
+                ins = [r(env) for r in in_res]
+                out = out_res(env) if out_res is not None else None
+                if check is not None:
+                    check(ins, out)
+                compute(ins, out, env)
+            except LaunchError:
+                raise
+            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                raise LaunchValueError(f"{where}: {type(exc).__name__}: {exc}") from None
+            issue = state.next_issue
+            if unit:
+                free = state.free[unit]
+                if free > issue:
+                    issue = free
+            for rv in ins:
+                t = max_w(rv)
+                if t > issue:
+                    issue = t
+            if out is not None:
+                t = max_w(out)
+                if t > issue:
+                    issue = t
+                t = max_r(out)
+                if t > issue:
+                    issue = t
+            finish = issue + (static_latency if static_latency is not None else latency(ins))
+            for rv in ins:
+                set_r(rv, finish)
+            if out is not None:
+                set_w(out, finish)
+            if unit and finish > state.free[unit]:
+                state.free[unit] = finish
+            if holds_issue:
+                state.next_issue = issue + 1
+            if finish > state.job_end:
+                state.job_end = finish
+            rec = state.trace
+            if rec is not None:
+                base = state.base
+                rec.append((op, issue - base, finish - base, unit_name, line))
+        return run_inst
+
+
+def _static_sizes(view: ir.View):
+    if all(type(x) is ir.Const for x in view.sizes):
+        return tuple(x.value for x in view.sizes)
+    return None
+
+
+def _slot_types(kernel: ir.Kernel) -> dict:
+    """Static type of every slot: loop variables are ints; assigned slots take their value's type."""
+    from ..ir.affine import expr_type
+
+    types = {0: "int"}
+
+    def walk(stmts):
+        for s in stmts:
+            if type(s) is ir.Assign:
+                types[s.slot] = expr_type(s.value, types)
+            elif type(s) is ir.For:
+                types[s.slot] = "int"
+                walk(s.body)
+            elif type(s) is ir.If:
+                walk(s.then)
+                walk(s.orelse)
+    walk(kernel.body)
+    return types
+
+
+def _scalar_error(line, exc) -> LaunchError:
+    if isinstance(exc, builtins.TypeError):
+        return LaunchTypeError(f"Line {line}: {exc}")
+    return LaunchValueError(f"Line {line}: {type(exc).__name__}: {exc}")

@@ -1,0 +1,162 @@
+"""What each instruction computes and checks (spec kdt-semantics.md §3), and its latency (§4).
+
+All arithmetic is float32 numpy. A ``compute`` function takes the resolved input views, the resolved
+output view (or None) and the job's slot list, and writes the result into the output view.
+"""
+import math
+
+import numpy as np
+import torch
+
+from .errors import ShapeError
+
+_BINARY_UFUNCS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
+    "min": np.minimum, "logical_and": np.logical_and, "logical_or": np.logical_or, "le": np.less,
+    "leq": np.less_equal, "eq": np.equal, "neq": np.not_equal,
+}
+_REDUCE_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+_F32 = np.float32
+
+
+def _ufunc2(uf):
+    def compute(ins, o, env):
+        if o.widx is None:
+            uf(ins[0].data, ins[1].data, out=o.data, casting="unsafe")
+        else:
+            o.write(uf(ins[0].data, ins[1].data))
+    return compute
+
+
+def _power_base(yf):  # exp: out = y ** x
+    def compute(ins, o, env):
+        o.write(np.power(_F32(yf(env)), ins[0].data, dtype=np.float32))
+    return compute
+
+
+def _log(yf):  # out = log base y of x (the handout's natural-log bug is not reproduced, spec §6.5)
+    def compute(ins, o, env):
+        o.write(np.log(ins[0].data, dtype=np.float32) / np.log(_F32(yf(env))))
+    return compute
+
+
+def _pow(yf):  # out = x ** y
+    def compute(ins, o, env):
+        o.write(np.power(ins[0].data, _F32(yf(env)), dtype=np.float32))
+    return compute
+
+
+def _fma(ins, o, env):
+    o.write(np.add(np.multiply(ins[0].data, ins[1].data), ins[2].data))
+
+
+def _reduce(op, dim):
+    uf = _REDUCE_UFUNCS[op]
+
+    def compute(ins, o, env):
+        o.write(uf.reduce(ins[0].data, axis=dim))
+    return compute
+
+
+def _matmul(accf):
+    def compute(ins, o, env):
+        prod = np.matmul(ins[0].data, ins[1].data)
+        if accf(env):
+            prod = prod + o.data
+        o.write(prod)
+    return compute
+
+
+def _where(ins, o, env):
+    o.write(np.where(ins[0].data, ins[1].data, ins[2].data))
+
+
+def _copy(ins, o, env):
+    o.write(ins[0].data)
+
+
+def _fill(value):
+    def compute(ins, o, env):
+        o.wdata[...] = bool(value) if o.st.dtype == "bool" else _F32(value)
+    return compute
+
+
+def _print(msg, only_job0, scalar, out):
+    def compute(ins, o, env):
+        job = env[0]
+        if only_job0 and job != 0:
+            return
+        value = scalar(env) if scalar is not None else torch.from_numpy(np.array(ins[0].data))
+        print(f"[Job {job}] {msg}: {value}", file=out())
+    return compute
+
+
+def make_compute(inst, scalar_fns: dict, out_stream):
+    """The compute function of one instruction; ``scalar_fns`` maps scalar parameters to closures and
+    ``out_stream()`` returns the file ``print`` writes to."""
+    op, a = inst.op, inst.args
+    if op in _BINARY_UFUNCS:
+        return _ufunc2(_BINARY_UFUNCS[op])
+    if op == "exp":
+        return _power_base(scalar_fns["y"])
+    if op == "log":
+        return _log(scalar_fns["y"])
+    if op == "pow":
+        return _pow(scalar_fns["y"])
+    if op == "fma":
+        return _fma
+    if op == "reduce":
+        return _reduce(a["op"], a["dim"])
+    if op == "matmul":
+        return _matmul(scalar_fns["accumulate"])
+    if op == "where":
+        return _where
+    if op in ("copy", "load", "store"):
+        return _copy
+    if op == "fill":
+        return _fill(a["value"])
+    if op == "print":
+        return _print(a["msg"], a["print_only_if_job0"], scalar_fns.get("x"), out_stream)
+    raise ValueError(f"unknown instruction {op!r}")
+
+
+# ---- shape checks (§3) --------------------------------------------------------------------------
+
+
+def shape_error(op: str, shapes: dict, dim: int | None = None) -> str | None:
+    """The problem with these operand shapes (parameter name -> shape), or None if they fit."""
+    if op == "reduce":
+        x, out = shapes["x"], shapes["out"]
+        want = x[:dim] + x[dim + 1:]
+        return None if out == want else f"reduce over dim {dim} of {x} gives {want}, but out is {out}"
+    if op == "matmul":
+        a, b, out = shapes["a"], shapes["b"], shapes["out"]
+        if len(a) != 2 or len(b) != 2 or len(out) != 2:
+            return f"matmul needs 2-D tiles, got a {a}, b {b}, out {out}"
+        if a[1] != b[0] or out != (a[0], b[1]):
+            return f"matmul needs (M, K) @ (K, N) -> (M, N), got a {a}, b {b}, out {out}"
+        return None
+    if len(set(shapes.values())) > 1:
+        return "operand shapes differ: " + ", ".join(f"{r} {s}" for r, s in shapes.items())
+    return None
+
+
+# ---- latency (§4) -------------------------------------------------------------------------------
+
+
+def _pad(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def vector_latency(numel: int, vxm_trpt: int) -> int:
+    """``ceil(numel / vxm_trpt)`` cycles."""
+    return -(-numel // vxm_trpt)
+
+
+def matmul_latency(m: int, k: int, n: int, mxm_trpt: int) -> int:
+    """``ceil(pad(M,128) * pad(K,16) * pad(N,128) / mxm_trpt)`` cycles."""
+    return -(-(_pad(m, 128) * _pad(k, 16) * _pad(n, 128)) // mxm_trpt)
+
+
+def numel(shape) -> int:
+    return math.prod(shape)

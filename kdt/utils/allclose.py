@@ -1,0 +1,56 @@
+"""The judge's output comparison (spec kdt-semantics.md §5)."""
+import torch
+
+_SPECIALS = (float("inf"), float("-inf"))
+
+
+def check_is_allclose(name: str, ans: torch.Tensor, ref: torch.Tensor, abs_tol: float = 1e-5,
+                      rel_tol: float = 1e-3, cos_diff_tol: float = 1e-7, out=print) -> bool:
+    """True when ``ans`` matches ``ref``: equal shapes and dtypes, the same inf/-inf/nan positions, every
+    element within ``abs_tol`` or ``rel_tol``, and a cosine difference within ``cos_diff_tol``.
+
+    On failure it reports (through ``out``, ``print`` by default) the worst absolute and relative errors
+    with their positions, the pass percentage and the cosine difference.
+    """
+    if ans.shape != ref.shape or ans.dtype != ref.dtype:
+        out(f"[{name}] shape/dtype mismatch: got {tuple(ans.shape)} {ans.dtype}, "
+            f"expected {tuple(ref.shape)} {ref.dtype}")
+        return False
+    a = ans.detach().cpu().float().clone()
+    r = ref.detach().cpu().float().clone()
+    for special in _SPECIALS + (None,):
+        ma, mr = (a != a, r != r) if special is None else (a == special, r == special)
+        if not torch.equal(ma, mr):
+            label = "nan" if special is None else str(special)
+            where = torch.nonzero(ma != mr)[0].tolist()
+            out(f"[{name}] {label} positions differ (first at {where})")
+            return False
+        a[ma] = 0
+        r[mr] = 0
+    diff = (a - r).abs()
+    rel = diff / (r.abs() + 1e-6)
+    rel_err = torch.where(diff < abs_tol, torch.zeros_like(rel), rel)
+    abs_err = torch.where(rel < rel_tol, torch.zeros_like(diff), diff)
+    ok = (abs_err < abs_tol) | (rel_err < rel_tol)
+    a64, r64 = a.double(), r.double()
+    if (r64 * r64).sum() < 1e-12:
+        cos_diff = 0.0
+    else:
+        cos_diff = float(1 - 2 * (a64 * r64).sum() / (a64 * a64 + r64 * r64).sum())
+    if bool(ok.all()) and abs(cos_diff) <= cos_diff_tol:
+        return True
+    _report(name, abs_err, rel_err, ok, cos_diff, out)
+    return False
+
+
+def _report(name, abs_err, rel_err, ok, cos_diff, out):
+    n = max(ok.numel(), 1)
+    ai, ri = int(abs_err.reshape(-1).argmax()) if abs_err.numel() else 0, \
+        int(rel_err.reshape(-1).argmax()) if rel_err.numel() else 0
+    shape = tuple(abs_err.shape)
+    pos = (lambda i: list(torch.unravel_index(torch.tensor(i), shape)) if shape else [])
+    max_abs = float(abs_err.reshape(-1)[ai]) if abs_err.numel() else 0.0
+    max_rel = float(rel_err.reshape(-1)[ri]) if rel_err.numel() else 0.0
+    out(f"[{name}] max abs error {max_abs:.6g} at {[int(x) for x in pos(ai)]}, "
+        f"max rel error {max_rel:.6g} at {[int(x) for x in pos(ri)]}, "
+        f"pass {100.0 * int(ok.sum()) / n:.2f}%, cos diff {cos_diff:.3g}")

@@ -1,0 +1,94 @@
+"""Engines and transactions (`db.session`); per-backend setup is tested on its own backend."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+
+from db.session import make_engine, make_session_factory, resolve_url, session_scope
+from db.submissions import Submission, create_submission, get_submission
+from db.users import get_or_create_user, get_user
+
+
+def test_session_scope_commits_and_rolls_back(factory):
+    with session_scope(factory) as session:
+        get_or_create_user(session, "kept")
+    with pytest.raises(RuntimeError), session_scope(factory) as session:
+        get_or_create_user(session, "dropped")
+        raise RuntimeError("boom")
+    with session_scope(factory) as session:
+        names = set(session.scalars(text("SELECT name FROM users")))
+    assert names == {"kept"}
+
+
+def test_foreign_keys_are_enforced(factory):
+    with pytest.raises(IntegrityError), session_scope(factory) as session:
+        create_submission(session, 777, "kernel.py", "0" * 64, "")
+
+
+def test_timestamps_are_aware_utc(factory):
+    created = datetime(2026, 11, 1, 14, 30, tzinfo=timezone(timedelta(hours=2)))
+    with session_scope(factory) as session:
+        user_id = get_or_create_user(session, "alice")["id"]
+        submission_id = create_submission(session, user_id, "k.py", "1" * 64, "src", created=created)["id"]
+    with session_scope(factory) as session:
+        row = get_submission(session, submission_id)
+        user = get_user(session, user_id)
+    assert row["created"] == created
+    assert row["created"].utcoffset() == timedelta(0)
+    assert user["created"].tzinfo is not None
+    with pytest.raises(Exception, match="naive datetime"), session_scope(factory) as session:
+        session.add(Submission(user_id=user_id, file_name="k.py", sha256="2" * 64, source="",
+                               created=datetime(2026, 11, 1)))
+
+
+def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(sqlite_url):
+    engine = make_engine(sqlite_url, busy_timeout_ms=1234)
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 1234
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    finally:
+        engine.dispose()
+
+
+def test_sqlite_transactions_take_the_write_lock_at_begin(sqlite_url):
+    """A second writer waits for the first (busy timeout), then succeeds: no 'database is locked'."""
+    engine = make_engine(sqlite_url, busy_timeout_ms=200)
+    other = make_engine(sqlite_url, busy_timeout_ms=0)
+    try:
+        with engine.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE t (x INTEGER)")
+        with engine.begin() as connection:
+            connection.exec_driver_sql("SELECT 1")  # even a read-only transaction holds the lock
+            with pytest.raises(Exception, match="locked"), other.begin():
+                pass
+        with other.begin() as connection:
+            connection.exec_driver_sql("INSERT INTO t VALUES (1)")
+    finally:
+        engine.dispose()
+        other.dispose()
+
+
+def test_postgresql_urls_get_an_installed_driver():
+    url = resolve_url("postgresql://postgres@127.0.0.1:5432/test")
+    assert url.drivername in {"postgresql+psycopg", "postgresql+psycopg2"}
+    assert resolve_url("postgresql+psycopg2://h/db").drivername == "postgresql+psycopg2"
+    assert resolve_url("sqlite:///x.sqlite3").drivername == "sqlite"
+
+
+def test_other_backends_are_refused():
+    with pytest.raises(NotImplementedError):
+        make_engine("mysql://root@127.0.0.1/test")
+
+
+def test_session_factory_from_a_url(sqlite_url):
+    factory = make_session_factory(sqlite_url)
+    try:
+        with session_scope(factory) as session:
+            assert session.execute(text("SELECT 1")).scalar() == 1
+    finally:
+        factory.kw["bind"].dispose()
