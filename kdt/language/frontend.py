@@ -136,9 +136,12 @@ class KernelBuilder(ast.NodeVisitor):
     def emit(self, stmt):
         self.blocks[-1].append(stmt)
 
-    def block(self, stmts) -> tuple:
-        """Translate ``stmts`` in a new scope and return their IR."""
+    def block(self, stmts, bindings=()) -> tuple:
+        """Translate ``stmts`` in a new scope (first binding ``bindings``: (node, name, value)) and
+        return their IR."""
         self.scopes.append({})
+        for node, name, value in bindings:
+            self.bind(node, name, value)
         self.blocks.append([])
         self.control_depth += 1
         try:
@@ -208,17 +211,7 @@ class KernelBuilder(ast.NodeVisitor):
         bounds = [self.scalar(a, "a range bound") for a in it.args]
         start, end = (bounds if len(bounds) == 2 else [_const(0), bounds[0]])
         slot = self.new_slot("int")
-        self.scopes.append({})
-        self.bind(node.target, node.target.id, Scalar(ir.Var(slot, node.target.id), "int"))
-        self.blocks.append([])
-        self.control_depth += 1
-        try:
-            for s in node.body:
-                self.visit(s)
-        finally:
-            self.control_depth -= 1
-            self.scopes.pop()
-        body = tuple(self.blocks.pop())
+        body = self.block(node.body, [(node.target, node.target.id, Scalar(ir.Var(slot, node.target.id), "int"))])
         self.emit(ir.For(slot, node.target.id, start.expr, end.expr, body, self.line(node)))
 
     def visit_If(self, node: ast.If):
@@ -252,11 +245,11 @@ class KernelBuilder(ast.NodeVisitor):
 
     def const(self, node, what: str):
         """A compile-time constant (number, bool or string)."""
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return node.value
         v = self.value(node)
         if isinstance(v, Scalar) and v.is_const:
             return v.expr.value
+        if isinstance(v, Special) and v.kind == "str":
+            return v.value
         raise self.error(E.ConstantRequiredError, node, f"{what} must be a compile-time constant")
 
     def visit_Constant(self, node: ast.Constant):

@@ -7,7 +7,7 @@ Every storage keeps, for each element, the finish cycle of its last writer (``w`
   earlier jobs and issues from ``B + 1``, so old stamps can never win a ``max`` and nothing has to be
   reset between jobs (the spec's per-job reset to 0 is implied).
 * **Uniform stamps.** While every element of a storage carries the same stamp, it is kept as one int
-  (``w_u``/``r_u``); the per-element int64 array is only materialised when a view covering part of the
+  (``Stamps.u``); the per-element int64 array is only materialised when a view covering part of the
   storage is written. Timing only needs the *set* of elements a view touches, so broadcast (stride 0)
   and size-1 dimensions are ignored and a view whose set is the whole storage counts as full.
 """
@@ -22,36 +22,35 @@ _NP_DTYPE = {"float32": np.float32, "bool": np.bool_}
 FULL, RANGE, STRIDED, EMPTY = 0, 1, 2, 3
 
 
+class Stamps:
+    """One kind of per-element stamp (``w`` or ``r``) of a storage: uniform int ``u`` or array ``a``."""
+
+    __slots__ = ("u", "a", "n")
+
+    def __init__(self, n: int):
+        self.u, self.a, self.n = 0, None, n
+
+    def materialise(self) -> None:
+        """Switch to per-element mode, every element holding the uniform stamp."""
+        if self.a is None:
+            self.a = np.full(self.n, self.u, dtype=np.int64)
+        else:
+            self.a.fill(self.u)
+        self.u = None
+
+
 class StorageRT:
     """The run-time state of one storage: its data (1-D numpy array, shared with the io tensor for
-    io storages) and its timing stamps."""
+    io storages) and its ``w``/``r`` timing stamps."""
 
-    __slots__ = ("id", "kind", "name", "dtype", "n", "data", "w_u", "r_u", "w_a", "r_a", "label")
+    __slots__ = ("id", "kind", "name", "dtype", "n", "data", "w", "r", "label")
 
     def __init__(self, sid: int, kind: str, name: str, dtype: str, data: np.ndarray):
         self.id, self.kind, self.name, self.dtype = sid, kind, name, dtype
         self.data = data
         self.n = data.size
-        self.w_u = self.r_u = 0
-        self.w_a = self.r_a = None
+        self.w, self.r = Stamps(self.n), Stamps(self.n)
         self.label = name if kind == "io" else (name or f"spm#{sid}")
-
-    def materialise_w(self) -> np.ndarray:
-        """Switch ``w`` to per-element mode (filled with the uniform stamp) and return the array."""
-        if self.w_a is None:
-            self.w_a = np.full(self.n, self.w_u, dtype=np.int64)
-        else:
-            self.w_a.fill(self.w_u)
-        self.w_u = None
-        return self.w_a
-
-    def materialise_r(self) -> np.ndarray:
-        if self.r_a is None:
-            self.r_a = np.full(self.n, self.r_u, dtype=np.int64)
-        else:
-            self.r_a.fill(self.r_u)
-        self.r_u = None
-        return self.r_a
 
 
 def new_storage(st, data=None) -> StorageRT:
@@ -69,7 +68,7 @@ class RV:
     """
 
     __slots__ = ("st", "shape", "numel", "data", "wdata", "widx", "tk", "lo", "hi", "t_shape", "t_strides",
-                 "_wv", "_rv")
+                 "_views")
 
     def __init__(self, st: StorageRT, off: int, sizes: tuple, strides: tuple):
         self.st = st
@@ -89,7 +88,7 @@ class RV:
             keep = tuple(0 if (st_ == 0 and sz > 1) else slice(None) for sz, st_ in zip(sizes, strides))
             self.wdata = self.data[keep]
             self.widx = tuple(-1 if k == 0 else slice(None) for k in keep)
-        self._wv = self._rv = None
+        self._views = {}
         self._layout(off, sizes, strides)
 
     def _layout(self, off, sizes, strides):
@@ -115,22 +114,16 @@ class RV:
             self.t_shape = tuple(sz for _, sz in dims)
             self.t_strides = tuple(st * 8 for st, _ in dims)
 
-    def _stamp_view(self, arr):
-        if self.tk == RANGE or self.tk == FULL:
-            return arr[self.lo:self.hi]
-        return np.ndarray(self.t_shape, np.int64, buffer=arr, offset=self.lo * 8, strides=self.t_strides)
-
-    def w_view(self):
-        """This view's elements in the storage's per-element ``w`` array (materialised already)."""
-        v = self._wv
+    def stamp_view(self, stamps: Stamps) -> np.ndarray:
+        """This view's elements in ``stamps``' per-element array (which must be materialised)."""
+        v = self._views.get(stamps)
         if v is None:
-            v = self._wv = self._stamp_view(self.st.w_a)
-        return v
-
-    def r_view(self):
-        v = self._rv
-        if v is None:
-            v = self._rv = self._stamp_view(self.st.r_a)
+            arr = stamps.a
+            if self.tk == RANGE or self.tk == FULL:
+                v = arr[self.lo:self.hi]
+            else:
+                v = np.ndarray(self.t_shape, np.int64, buffer=arr, offset=self.lo * 8, strides=self.t_strides)
+            self._views[stamps] = v
         return v
 
     def write(self, result) -> None:
@@ -142,48 +135,25 @@ class RV:
             np.copyto(self.wdata, np.asarray(result)[self.widx], casting="unsafe")
 
 
-def max_w(rv: RV) -> int:
-    """Largest ``w`` stamp over the view's elements (0 for an empty view)."""
-    u = rv.st.w_u
+def stamp_max(rv: RV, stamps: Stamps) -> int:
+    """Largest stamp over the view's elements (0 for an empty view); ``stamps`` is ``rv.st.w`` or ``.r``."""
+    u = stamps.u
     if u is not None:
         return u if rv.numel else 0
     if rv.tk == EMPTY:
         return 0
-    return int(rv.w_view().max())
+    return int(rv.stamp_view(stamps).max())
 
 
-def max_r(rv: RV) -> int:
-    """Largest ``r`` stamp over the view's elements (0 for an empty view)."""
-    u = rv.st.r_u
-    if u is not None:
-        return u if rv.numel else 0
-    if rv.tk == EMPTY:
-        return 0
-    return int(rv.r_view().max())
-
-
-def set_w(rv: RV, t: int) -> None:
-    """Assign ``w = t`` on every element of the view."""
+def stamp_set(rv: RV, stamps: Stamps, t: int) -> None:
+    """Assign stamp ``t`` on every element of the view (uniform again when the view is full)."""
     tk = rv.tk
     if tk == FULL:
-        rv.st.w_u = t
+        stamps.u = t
     elif tk != EMPTY:
-        st = rv.st
-        if st.w_u is not None:
-            st.materialise_w()
-        rv.w_view()[...] = t
-
-
-def set_r(rv: RV, t: int) -> None:
-    """Assign ``r = t`` on every element of the view."""
-    tk = rv.tk
-    if tk == FULL:
-        rv.st.r_u = t
-    elif tk != EMPTY:
-        st = rv.st
-        if st.r_u is not None:
-            st.materialise_r()
-        rv.r_view()[...] = t
+        if stamps.u is not None:
+            stamps.materialise()
+        rv.stamp_view(stamps)[...] = t
 
 
 def check_bounds(st: StorageRT, off, sizes, strides, where: str):

@@ -10,12 +10,13 @@ import builtins
 import time
 
 from ..ir import nodes as ir
+from ..ir.affine import expr_type
 from ..ir.ops import MATRIX, MEMORY, OPS, UNIT_OF_CLASS, VECTOR
 from .errors import LaunchError, ShapeError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
 from .exprs import compile_expr
-from .memory import RV, check_bounds, max_r, max_w, set_r, set_w
+from .memory import RV, check_bounds, stamp_max, stamp_set
 from .semantics import make_compute, matmul_latency, numel, shape_error, vector_latency
 
 _RESOLVE_CACHE_LIMIT = 4096
@@ -42,6 +43,21 @@ class JobState:
         self.next_issue = base + 1
         self.free = [base, base, base]
         self.job_end = base
+
+
+def guarded(f, line: int):
+    """``f`` with Python's scalar errors (``1 // 0``, ``1.5 << 2``) turned into launch errors naming
+    ``line``."""
+    def run(env):
+        try:
+            return f(env)
+        except LaunchError:
+            raise
+        except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+            if isinstance(exc, builtins.TypeError):
+                raise LaunchTypeError(f"Line {line}: {exc}") from None
+            raise LaunchValueError(f"Line {line}: {type(exc).__name__}: {exc}") from None
+    return run
 
 
 class ViewResolver:
@@ -124,29 +140,20 @@ class ProgramBuilder:
         return self.branch(s)
 
     def assign(self, s: ir.Assign):
-        f, slot, line = compile_expr(s.value, self.slot_types), s.slot, s.line
+        f, slot = guarded(compile_expr(s.value, self.slot_types), s.line), s.slot
 
         def run_assign(env):
-            try:
-                env[slot] = f(env)
-            except LaunchError:
-                raise
-            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-                raise _scalar_error(line, exc) from None
+            env[slot] = f(env)
         return run_assign
 
     def loop(self, s: ir.For):
-        start, end = compile_expr(s.start, self.slot_types), compile_expr(s.end, self.slot_types)
+        start = guarded(compile_expr(s.start, self.slot_types), s.line)
+        end = guarded(compile_expr(s.end, self.slot_types), s.line)
         body, slot, line, state = self.block(s.body), s.slot, s.line, self.state
         now = time.monotonic
 
         def run_for(env):
-            try:
-                lo, hi = start(env), end(env)
-            except LaunchError:
-                raise
-            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-                raise _scalar_error(line, exc) from None
+            lo, hi = start(env), end(env)
             if type(lo) not in (int, bool) or type(hi) not in (int, bool):
                 raise LaunchTypeError(f"Line {line}: range() bounds must be ints, got "
                                       f"{type(lo).__name__} {lo!r} and {type(hi).__name__} {hi!r}")
@@ -159,18 +166,13 @@ class ProgramBuilder:
         return run_for
 
     def branch(self, s: ir.If):
-        cond = compile_expr(s.cond, self.slot_types)
+        cond = guarded(compile_expr(s.cond, self.slot_types), s.line)
         then = self.block(s.then) if s.then else None
         orelse = self.block(s.orelse) if s.orelse else None
         line = s.line
 
         def run_if(env):
-            try:
-                c = cond(env)
-            except LaunchError:
-                raise
-            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-                raise _scalar_error(line, exc) from None
+            c = cond(env)
             if type(c) is not bool:
                 raise LaunchTypeError(f"Line {line}: an if condition must be a bool, got {type(c).__name__} "
                                       f"{c!r} (write e.g. 'if n % 3 != 0:')")
@@ -247,14 +249,7 @@ class ProgramBuilder:
 
     def scalar_print(self, compute, line):
         """``print`` of a scalar expression: output only, no tile and no timing (spec §3 / conformance)."""
-        def run_print(env):
-            try:
-                compute((), None, env)
-            except LaunchError:
-                raise
-            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-                raise _scalar_error(line, exc) from None
-        return run_print
+        return guarded(lambda env: compute((), None, env), line)
 
     def timed(self, s, spec, in_res, out_res, compute, check, latency, where):
         """The closure of a tile instruction: resolve, check, compute, then the §4 timing update."""
@@ -284,21 +279,21 @@ class ProgramBuilder:
                 if free > issue:
                     issue = free
             for rv in ins:
-                t = max_w(rv)
+                t = stamp_max(rv, rv.st.w)
                 if t > issue:
                     issue = t
             if out is not None:
-                t = max_w(out)
+                t = stamp_max(out, out.st.w)
                 if t > issue:
                     issue = t
-                t = max_r(out)
+                t = stamp_max(out, out.st.r)
                 if t > issue:
                     issue = t
             finish = issue + (static_latency if static_latency is not None else latency(ins))
             for rv in ins:
-                set_r(rv, finish)
+                stamp_set(rv, rv.st.r, finish)
             if out is not None:
-                set_w(out, finish)
+                stamp_set(out, out.st.w, finish)
             if unit and finish > state.free[unit]:
                 state.free[unit] = finish
             if holds_issue:
@@ -320,8 +315,6 @@ def _static_sizes(view: ir.View):
 
 def _slot_types(kernel: ir.Kernel) -> dict:
     """Static type of every slot: loop variables are ints; assigned slots take their value's type."""
-    from ..ir.affine import expr_type
-
     types = {0: "int"}
 
     def walk(stmts):
@@ -336,9 +329,3 @@ def _slot_types(kernel: ir.Kernel) -> dict:
                 walk(s.orelse)
     walk(kernel.body)
     return types
-
-
-def _scalar_error(line, exc) -> LaunchError:
-    if isinstance(exc, builtins.TypeError):
-        return LaunchTypeError(f"Line {line}: {exc}")
-    return LaunchValueError(f"Line {line}: {type(exc).__name__}: {exc}")

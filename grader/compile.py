@@ -1,0 +1,125 @@
+"""Compile a submission in the sandbox and bring back validated kernels (issue 5, "split trust").
+
+``compile_submission(source, points, limits)`` runs ``grader.compile_child`` under ``grader.sandbox`` once
+for all the requested test points and returns, per ``(task, point)``, either a ``kdt.CompiledKernel``
+(loaded with the strict IR loader) or a ``Failure(verdict, message)``. Everything the child sends is
+untrusted: malformed lines or IR mean the child was tampered with (``SV``), an event refused by the audit
+hook is ``SV``, a child that dies, hangs or floods output gives ``CE`` with the reason.
+"""
+import json
+from dataclasses import dataclass
+
+import kdt
+from kdt.ir.serialize import IRFormatError, kernel_from_dict
+
+from .sandbox import SandboxLimits, SandboxRun, run_sandboxed
+
+SUBMISSION_NAME = "submission.py"
+_VERDICTS_FROM_CHILD = ("CE", "IE")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A test point that has no kernel to simulate: its verdict and the message for the contestant."""
+
+    verdict: str
+    message: str
+
+
+@dataclass
+class CompileOutcome:
+    """Per ``(task, point)``: a ``kdt.CompiledKernel`` or a ``Failure``; plus the sandbox run's facts."""
+
+    kernels: dict
+    run: SandboxRun
+    events: list
+
+
+def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> CompileOutcome:
+    """Compile ``source`` (the submission file's bytes) for ``points`` (``(task_id, index)`` pairs)."""
+    spec = ",".join(f"{t}:{p}" for t, p in points)
+    run = run_sandboxed(("module", "grader.compile_child"), ["--submission", SUBMISSION_NAME, "--points", spec],
+                        {SUBMISSION_NAME: source}, limits)
+    kernels, events, tampered = _parse_results(run.result, set(points))
+    if tampered:
+        bad = Failure("SV", f"security violation: the compile process returned malformed results ({tampered})")
+        return CompileOutcome({p: bad for p in points}, run, events)
+    blocked = [e for e in events if e.get("blocked")]
+    if blocked:
+        lines = "\n".join(f"  {e['event']}: {e['detail']}" for e in blocked[:10])
+        bad = Failure("SV", f"security violation: the submission tried operations the judge forbids:\n{lines}")
+        return CompileOutcome({p: bad for p in points}, run, events)
+    missing = Failure("CE", _death_message(run, limits))
+    return CompileOutcome({p: kernels.get(p, missing) for p in points}, run, events)
+
+
+def _parse_results(data: bytes, wanted: set):
+    """``(kernels, events, problem)``; ``problem`` names the first sign of tampering, else ''."""
+    kernels, events = {}, []
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        return {}, [], "not UTF-8"
+    for n, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            return {}, [], f"line {n} is not JSON"
+        if not isinstance(record, dict):
+            return {}, [], f"line {n} is not an object"
+        if set(record) == {"events"}:
+            events = _events(record["events"])
+            if events is None:
+                return {}, [], "malformed event list"
+            continue
+        key = (record.get("task"), record.get("point"))
+        if key not in wanted or key in kernels:
+            return {}, [], f"line {n}: unexpected test point {key}"
+        try:
+            kernels[key] = _point(record)
+        except (IRFormatError, ValueError) as exc:
+            return {}, [], f"line {n}: {exc}"
+    return kernels, events, ""
+
+
+def _point(record):
+    if set(record) == {"task", "point", "ir"}:
+        return kdt.CompiledKernel(kernel_from_dict(record["ir"]))
+    error = record.get("error")
+    if set(record) != {"task", "point", "error"} or not isinstance(error, dict) or set(error) != {
+            "verdict", "message"} or error["verdict"] not in _VERDICTS_FROM_CHILD or not isinstance(
+            error["message"], str):
+        raise ValueError("malformed test point record")
+    return Failure(error["verdict"], error["message"][:20000])
+
+
+def _events(raw):
+    if not isinstance(raw, list) or len(raw) > 1000:
+        return None
+    out = []
+    for e in raw:
+        if not (isinstance(e, dict) and set(e) == {"event", "detail", "blocked"} and isinstance(e["event"], str)
+                and isinstance(e["detail"], str) and isinstance(e["blocked"], bool)):
+            return None
+        out.append({"event": e["event"][:100], "detail": e["detail"][:300], "blocked": e["blocked"]})
+    return out
+
+
+def _death_message(run: SandboxRun, limits: SandboxLimits) -> str:
+    """Why the compile process gave no result for a test point, in words a contestant can act on."""
+    tail = run.stderr.decode("utf-8", "replace").strip().splitlines()[-8:]
+    detail = ("\n" + "\n".join(tail)) if tail else ""
+    if run.status == "timeout":
+        return f"compilation did not finish within {limits.wall_seconds:g} s of wall-clock time{detail}"
+    if run.status == "output_limit":
+        return f"the submission printed more than {limits.output_bytes} bytes while compiling"
+    if run.status == "result_limit":
+        return f"the compiled kernels exceed {limits.result_bytes} bytes of IR"
+    if run.signal_name == "SIGXCPU":
+        return f"compilation used more than {limits.cpu_seconds} s of CPU time{detail}"
+    if "MemoryError" in detail or run.signal_name in ("SIGKILL", "SIGSEGV", "SIGABRT"):
+        return (f"compilation ran out of memory (limit {limits.memory_bytes // 2**20} MiB) or crashed "
+                f"({run.signal_name or 'exit code ' + str(run.returncode)}){detail}")
+    if run.signal_name:
+        return f"the compile process was killed by {run.signal_name}{detail}"
+    return f"the compile process exited early (exit code {run.returncode}) before compiling this test point{detail}"

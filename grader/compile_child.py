@@ -1,0 +1,121 @@
+"""The sandboxed compile step (issue 5): import a submission, call ``get_kernel``, compile test points.
+
+Runs only inside ``grader.sandbox`` (``python -m grader.compile_child --submission FILE --points
+1:0,1:1,... --result-fd N``). Everything we need is imported *before* the audit hook goes in and the
+submission is imported. One JSON line per test point is written to the result pipe as soon as it is
+compiled, so a submission that later hangs or crashes keeps the points it finished::
+
+    {"task": 1, "point": 0, "ir": {...}}                     compiled (kdt IR as plain data)
+    {"task": 1, "point": 0, "error": {"verdict": "CE", "message": "..."}}
+    {"events": [{"event", "detail", "blocked"}, ...]}        last line: what the audit hook saw
+
+The parent (``grader.compile``) treats every byte of this as untrusted.
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+
+import numpy  # noqa: F401  (imported before the audit hook: submissions may use it)
+import torch  # noqa: F401
+
+import kdt  # noqa: F401
+from judger.grading import CompileFailed, compile_point, kernel_for_task, load_submission
+from judger.tasks import get_task
+
+from . import audithook
+
+POINT_SECONDS = 8  # CPU seconds one test point's compile may take before it alone fails
+
+
+class _PointTimeout(Exception):
+    pass
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    out = os.fdopen(args.result_fd, "w", encoding="utf-8")
+    points = [tuple(int(x) for x in p.split(":")) for p in args.points.split(",") if p]
+    source = os.path.abspath(args.submission)
+    sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; the child must write nothing
+    recorder = audithook.install(_allowed_roots(source))
+    try:
+        _compile_all(source, points, out)
+    finally:
+        recorder.active = False
+        out.write(json.dumps({"events": recorder.events}) + "\n")
+        out.flush()
+    return 0
+
+
+def _compile_all(source, points, out):
+    try:
+        module = load_submission(source)
+    except CompileFailed as failure:
+        for task_id, index in points:
+            _emit(out, task_id, index, error=failure)
+        return
+    kernels = {}
+    for task_id, index in points:
+        task = get_task(task_id)
+        try:
+            if task_id not in kernels:
+                kernels[task_id] = kernel_for_task(module, task_id, source_path=source)
+            compiled = _with_cpu_budget(lambda: compile_point(kernels[task_id], task, task.points[index],
+                                                              source_path=source))
+        except CompileFailed as failure:
+            _emit(out, task_id, index, error=failure)
+        except _PointTimeout:
+            _emit(out, task_id, index, error=CompileFailed(
+                f"compiling this test point took more than {POINT_SECONDS} s of CPU time "
+                "(get_kernel, .compile or num_jobs_calculator does not finish)"))
+        else:
+            _emit(out, task_id, index, ir=compiled.to_dict())
+
+
+def _with_cpu_budget(fn):
+    """Run ``fn`` with a CPU-time alarm so one hanging point does not cost the others."""
+    def alarm(signum, frame):
+        raise _PointTimeout()
+
+    previous = signal.signal(signal.SIGPROF, alarm)
+    signal.setitimer(signal.ITIMER_PROF, POINT_SECONDS)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+def _emit(out, task_id, index, ir=None, error=None):
+    record = {"task": task_id, "point": index}
+    if error is not None:
+        record["error"] = {"verdict": str(error.verdict), "message": error.message}
+    else:
+        record["ir"] = ir
+    out.write(json.dumps(record) + "\n")
+    out.flush()
+
+
+def _allowed_roots(source):
+    """Where the child may read: its own directory, the Python installation and our packages."""
+    import judger
+
+    roots = {os.path.dirname(source), sys.prefix, sys.base_prefix, os.path.dirname(os.__file__),
+             os.path.dirname(os.path.dirname(kdt.__file__)), os.path.dirname(judger.__file__),
+             os.path.dirname(os.path.dirname(torch.__file__)), os.path.dirname(os.path.dirname(numpy.__file__)),
+             "/proc/self", "/dev/null", "/dev/urandom", "/usr/share/zoneinfo"}
+    return sorted(roots)
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(prog="grader.compile_child")
+    p.add_argument("--submission", required=True)
+    p.add_argument("--points", required=True, help="task:point pairs, comma-separated")
+    p.add_argument("--result-fd", type=int, required=True)
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

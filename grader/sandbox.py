@@ -1,0 +1,322 @@
+"""Run untrusted Python in a limited child process (issue 5, "the child").
+
+The child gets: a fresh empty working directory holding only the files it is given; an environment with
+none of our settings or credentials; resource limits (CPU seconds, address space, file size, open files,
+processes, no core dumps); a new network namespace where the OS allows it (``unshare(CLONE_NEWNET)``,
+logged once and skipped where not permitted); an unprivileged user when we run as root (``nobody``); a
+wall-clock limit enforced here; and capped output. Results come back on a dedicated pipe (fd passed as
+``--result-fd``), separate from the child's stdout/stderr, so nothing the submission prints can be
+mistaken for a result. Whatever happens, the child's whole process group and any process that escaped
+it carrying this run's marker are killed before ``run_sandboxed`` returns.
+"""
+import ctypes
+import ctypes.util
+import logging
+import os
+import pwd
+import resource
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+CLONE_NEWNET = 0x40000000
+SANDBOX_USER = "nobody"
+_MARKER = "KDT_SANDBOX_RUN"
+# The child's entry: a constant (no caller data is formatted into code); what to run comes on argv.
+_BOOTSTRAP = (
+    "import runpy, site, sys\n"
+    "kind, target, sp = sys.argv[1:4]\n"
+    "if sp: site.addsitedir(sp)\n"
+    "sys.argv = [target] + sys.argv[4:]\n"
+    "if kind == 'module': runpy.run_module(target, run_name='__main__', alter_sys=True)\n"
+    "else: runpy.run_path(target, run_name='__main__')\n"
+)
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits of one sandboxed child: ``cpu_seconds`` (RLIMIT_CPU), ``wall_seconds`` (enforced by the
+    parent), ``memory_bytes`` (RLIMIT_AS), ``file_bytes`` (RLIMIT_FSIZE), ``open_files``, ``processes``
+    (RLIMIT_NPROC, counted per user; effective once the child runs unprivileged), ``output_bytes``
+    (stdout + stderr kept; more kills the child) and ``result_bytes`` (the result pipe)."""
+
+    cpu_seconds: int = 10
+    wall_seconds: float = 30.0
+    memory_bytes: int = 2 * 1024 ** 3
+    file_bytes: int = 16 * 1024 ** 2
+    open_files: int = 256
+    processes: int = 512
+    output_bytes: int = 1024 ** 2
+    result_bytes: int = 64 * 1024 ** 2
+
+
+@dataclass
+class SandboxRun:
+    """What a sandboxed child did. ``status`` is ``exited`` (see ``returncode``), ``signalled`` (see
+    ``signal_name``: ``SIGXCPU`` means the CPU limit, ``SIGKILL`` often the memory limit),
+    ``timeout`` (wall clock), ``output_limit`` (stdout/stderr flood) or ``result_limit``."""
+
+    status: str
+    returncode: int | None
+    signal_name: str | None
+    wall_seconds: float
+    stdout: bytes
+    stderr: bytes
+    result: bytes
+    network_isolated: bool
+    unprivileged: bool
+    killed_escapees: int = 0
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "exited" and self.returncode == 0
+
+
+def run_sandboxed(entry: tuple, args: list, files: dict, limits: SandboxLimits) -> SandboxRun:
+    """Run ``entry`` — ``("module", "pkg.mod")`` (like ``python -m``) or ``("script", "file.py")`` (one of
+    ``files``) — with ``args + ["--result-fd", N]`` in a sandbox whose working directory holds ``files``
+    (name -> bytes). Returns a ``SandboxRun``; never raises because of what the child does."""
+    workdir = tempfile.mkdtemp(prefix="kdt-sandbox-")
+    run_id = uuid.uuid4().hex
+    try:
+        user = _sandbox_user()
+        for name, content in files.items():
+            path = os.path.join(workdir, os.path.basename(name))
+            with open(path, "wb") as f:
+                f.write(content)
+            os.chmod(path, 0o444)
+        if user:
+            os.chown(workdir, user.pw_uid, user.pw_gid)
+        os.chmod(workdir, 0o700)
+        python, site_dir = _interpreter(user)
+        if user is not None and python is None:
+            user = None  # no interpreter the sandbox user can run: keep our uid (logged)
+            python, site_dir = sys.executable, ""
+        argv = [python, "-I", "-c", _BOOTSTRAP, entry[0], entry[1], site_dir, *args]
+        return _run(argv, workdir, run_id, user, limits)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run(argv, workdir, run_id, user, limits) -> SandboxRun:
+    read_fd, write_fd = os.pipe()
+    env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir,
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "PYTHONDONTWRITEBYTECODE": "1", _MARKER: run_id}
+    netns = network_isolation_available()
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            [*argv, "--result-fd", str(write_fd)], cwd=workdir, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write_fd,),
+            preexec_fn=_child_setup(limits, user, netns), close_fds=True)
+    finally:
+        os.close(write_fd)
+    try:
+        status, out, err, result = _collect(proc, read_fd, limits, start)
+    finally:
+        os.close(read_fd)
+        _kill_group(proc)
+        escaped = _kill_escapees(run_id)
+        if user is not None:
+            _await_reaped(user.pw_uid)
+    returncode = proc.returncode
+    signal_name = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
+    if status == "finished":
+        status = "signalled" if signal_name else "exited"
+    return SandboxRun(status, returncode if returncode is None or returncode >= 0 else None, signal_name,
+                      time.monotonic() - start, out, err, result, netns, user is not None, escaped)
+
+
+def _collect(proc, result_fd, limits, start):
+    """Read stdout, stderr and the result pipe until all close, a limit is hit or time runs out."""
+    sel = selectors.DefaultSelector()
+    bufs = {"out": bytearray(), "err": bytearray(), "result": bytearray()}
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "err")
+    sel.register(result_fd, selectors.EVENT_READ, "result")
+    status = "finished"
+    open_streams = 3
+    grace_end = None  # once the child exits, a process it left behind must not hold the pipes open
+    while open_streams:
+        now = time.monotonic()
+        remaining = limits.wall_seconds - (now - start)
+        if remaining <= 0:
+            status = "timeout"
+            break
+        if grace_end is None and proc.poll() is not None:
+            grace_end = now + 0.5
+        if grace_end is not None and now > grace_end:
+            break
+        for key, _ in sel.select(timeout=min(remaining, 0.5)):
+            fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                open_streams -= 1
+                continue
+            bufs[key.data] += chunk
+        if len(bufs["out"]) + len(bufs["err"]) > limits.output_bytes:
+            status = "output_limit"
+            break
+        if len(bufs["result"]) > limits.result_bytes:
+            status = "result_limit"
+            break
+    sel.close()
+    if status != "finished":
+        _kill_group(proc)
+    try:
+        proc.wait(timeout=max(0.1, limits.wall_seconds - (time.monotonic() - start)) if status == "finished" else 5)
+    except subprocess.TimeoutExpired:
+        status = "timeout"
+        _kill_group(proc)
+        proc.wait()
+    cap = limits.output_bytes
+    return status, bytes(bufs["out"][:cap]), bytes(bufs["err"][:cap]), bytes(bufs["result"])
+
+
+def _child_setup(limits: SandboxLimits, user, netns: bool):
+    """The function run in the child between fork and exec (order matters: namespaces need root)."""
+    libc = _libc() if netns else None
+
+    def setup():
+        os.setsid()
+        if libc is not None:
+            libc.unshare(CLONE_NEWNET)
+        for res, value in ((resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1)),
+                           (resource.RLIMIT_AS, (limits.memory_bytes,) * 2),
+                           (resource.RLIMIT_FSIZE, (limits.file_bytes,) * 2),
+                           (resource.RLIMIT_NOFILE, (limits.open_files,) * 2),
+                           (resource.RLIMIT_NPROC, (limits.processes,) * 2),
+                           (resource.RLIMIT_CORE, (0, 0))):
+            resource.setrlimit(res, value)
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+    return setup
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_escapees(run_id: str, patience: float = 5.0) -> int:
+    """Kill every process still carrying this run's marker (it may have left the process group), and
+    wait until they are gone so the next run starts with the sandbox user's process count back at 0.
+    Returns how many processes had to be killed here."""
+    marker = f"{_MARKER}={run_id}".encode()
+    killed, seen = 0, set()
+    deadline = time.monotonic() + patience
+    while True:
+        alive = [pid for pid in _pids() if _has_marker(pid, marker)]
+        if not alive or time.monotonic() > deadline:
+            return killed
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            if pid not in seen:
+                seen.add(pid)
+                killed += 1
+        time.sleep(0.02)
+
+
+def _await_reaped(uid: int, patience: float = 3.0) -> None:
+    """Wait until the sandbox user's killed processes are reaped: zombies still count against
+    RLIMIT_NPROC, and the next child (whose torch import starts threads) must not start short."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline and any(_is_zombie_of(pid, uid) for pid in _pids()):
+        time.sleep(0.05)
+
+
+def _is_zombie_of(pid: int, uid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            status = f.read()
+    except OSError:
+        return False
+    return b"State:\tZ" in status and f"Uid:\t{uid}\t".encode() in status
+
+
+def _pids():
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _sandbox_user():
+    """``nobody`` when we are root (so RLIMIT_NPROC applies and our files are out of reach), else None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(SANDBOX_USER)
+    except KeyError:
+        log.warning("no '%s' user: the sandbox child keeps our uid", SANDBOX_USER)
+        return None
+
+
+def _interpreter(user):
+    """``(python, site_dir)`` for the child: our own interpreter when the sandbox user can run it, else
+    the system's python of the same version with our site-packages added (a venv whose base interpreter
+    lives under an unreadable home, e.g. pyenv in /root); ``(None, "")`` when there is neither."""
+    if user is None or _world_executable(sys.executable):
+        return sys.executable, ""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
+        if os.path.exists(candidate) and _world_executable(candidate):
+            return candidate, sysconfig.get_paths()["purelib"]
+    log.warning("no %s the sandbox user can execute: sandboxed children keep our uid", version)
+    return None, ""
+
+
+def _world_executable(path: str) -> bool:
+    """Whether an unprivileged user can reach and execute ``path`` (every directory on the way +x)."""
+    real = os.path.realpath(path)
+    parts = real.split(os.sep)
+    for i in range(2, len(parts)):
+        if not os.stat(os.sep.join(parts[:i]) or os.sep).st_mode & stat.S_IXOTH:
+            return False
+    return bool(os.stat(real).st_mode & stat.S_IXOTH)
+
+
+def _libc():
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+_NETNS: dict = {}
+
+
+def network_isolation_available() -> bool:
+    """Whether a child can get its own (empty) network namespace here; probed once and logged."""
+    if "ok" not in _NETNS:
+        try:
+            ok = subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=10).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if not ok:
+            log.warning("network namespaces are not permitted here: sandboxed children keep the host network "
+                        "(the static audit and the audit hook still stop socket use)")
+        _NETNS["ok"] = ok
+    return _NETNS["ok"]

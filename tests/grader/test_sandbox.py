@@ -1,0 +1,125 @@
+"""The sandboxed child (grader.sandbox): real subprocesses doing hostile things, and the limits holding."""
+import os
+import textwrap
+
+import pytest
+
+from grader.sandbox import SandboxLimits, network_isolation_available, run_sandboxed
+
+LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=4, memory_bytes=512 * 2**20, output_bytes=50_000)
+
+
+def run(code: str, limits: SandboxLimits = LIMITS):
+    return run_sandboxed(("script", "child.py"), [], {"child.py": textwrap.dedent(code).encode()}, limits)
+
+
+def test_result_pipe_is_separate_from_stdout():
+    r = run("""
+        import os, sys
+        os.write(int(sys.argv[-1]), b'{"ok": 1}')
+        print("chatter")
+    """)
+    assert r.ok and r.result == b'{"ok": 1}' and r.stdout == b"chatter\n"
+
+
+def test_environment_is_empty_and_cwd_is_a_fresh_directory():
+    os.environ["KDT_GRADE_DATABASE_URL"] = "postgresql://secret@db/prod"
+    try:
+        r = run("import os; print(sorted(os.environ)); print(os.getcwd()); print(os.listdir('.'))")
+    finally:
+        del os.environ["KDT_GRADE_DATABASE_URL"]
+    out = r.stdout.decode()
+    assert "KDT_GRADE_DATABASE_URL" not in out and "secret" not in out
+    env_line, cwd, listing = out.splitlines()
+    assert "kdt-sandbox-" in cwd and listing == "['child.py']"
+    assert not os.path.exists(cwd), "the work directory is removed afterwards"
+
+
+def test_cpu_limit_kills_an_infinite_loop():
+    r = run("while True: pass", SandboxLimits(cpu_seconds=2, wall_seconds=60))  # CPU, not wall, must stop it
+    assert r.status == "signalled" and r.signal_name == "SIGXCPU"
+
+
+def test_wall_clock_limit_kills_a_sleeper():
+    r = run("import time; time.sleep(60)")
+    assert r.status == "timeout" and 3.9 < r.wall_seconds < 10
+
+
+def test_memory_limit():
+    r = run("x = bytearray(10 * 1024**3)")
+    assert r.status == "exited" and r.returncode == 1 and b"MemoryError" in r.stderr
+
+
+def test_output_flood_is_cut():
+    r = run("while True: print('x' * 1000)")
+    assert r.status == "output_limit" and len(r.stdout) <= LIMITS.output_bytes
+
+
+def test_file_size_limit():
+    r = run_sandboxed(("script", "c.py"), [], {"c.py": b"open('big', 'wb').write(b'x' * 10_000_000)"},
+                      SandboxLimits(cpu_seconds=2, wall_seconds=4, file_bytes=1_000_000))
+    assert not r.ok and (r.signal_name == "SIGXFSZ" or b"File too large" in r.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to an unprivileged user needs root")
+def test_runs_unprivileged_and_cannot_touch_our_files(tmp_path):
+    target = os.path.abspath(__file__) + ".pwned"
+    r = run(f"""
+        import os
+        print(os.getuid())
+        try:
+            open({target!r}, 'w').write('x')
+        except PermissionError:
+            print('write refused')
+        try:
+            open('/etc/shadow').read()
+        except PermissionError:
+            print('read refused')
+    """)
+    assert r.unprivileged
+    assert r.stdout.decode().split() == ["65534", "write", "refused", "read", "refused"]
+    assert not os.path.exists(target)
+
+
+def test_network_is_unreachable_where_namespaces_are_allowed():
+    r = run("""
+        import socket
+        s = socket.socket(); s.settimeout(2)
+        try:
+            s.connect(('127.0.0.1', 6379)); print('connected')
+        except OSError as e:
+            print('refused', e.errno)
+    """)
+    if network_isolation_available():
+        assert r.network_isolated and r.stdout.startswith(b"refused")
+    else:  # logged once by the sandbox; the audit and the audit hook still stop sockets
+        assert not r.network_isolated
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="RLIMIT_NPROC only binds an unprivileged sandbox user")
+def test_fork_bomb_is_contained_and_cleaned_up():
+    r = run("""
+        import os, time
+        for _ in range(100000):
+            try:
+                os.fork()
+            except OSError:
+                break
+        time.sleep(30)
+    """, SandboxLimits(cpu_seconds=2, wall_seconds=3, processes=64))
+    assert r.status == "timeout"
+    after = run("print('alive')")
+    assert after.ok and after.stdout == b"alive\n"
+
+
+def test_escaped_process_is_killed():
+    r = run("""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(60)
+        print('parent done')
+    """)
+    assert r.ok and r.stdout == b"parent done\n"
+    assert r.killed_escapees == 1
+    assert r.wall_seconds < 4
