@@ -4,6 +4,7 @@ import time
 
 import numpy as np
 import torch
+from threadpoolctl import ThreadpoolController
 
 from ..ir.kernel import CompiledKernel
 from .errors import SPMOverflowError, SimulationTimeout
@@ -16,6 +17,15 @@ from .spec import TPUSpec
 
 DEFAULT_TIMEOUT = 20.0
 _DTYPES = {torch.float32: "float32", torch.bool: "bool"}
+_BLAS: list = []  # one ThreadpoolController, made on first launch (it scans the loaded libraries)
+
+
+def _single_threaded_blas():
+    """Tiles are small: BLAS threads only spin against each other (and against other workers) on a
+    loaded machine, which once made a 0.3 s launch take 20 s. Cycle counts never depend on this."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec, *,
@@ -43,7 +53,7 @@ def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec,
     out = print_file if print_file is not None else None
     body = ProgramBuilder(kernel, storages, tpu_spec, state, lambda: out or sys.stdout).build()
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _single_threaded_blas():
             job_cycles = _run_jobs(kernel, body, state, profile)
     finally:
         for tensor, array in write_back:

@@ -67,11 +67,12 @@ class RV:
     self-overlap (broadcast output dimensions collapsed so the last write wins, spec §3).
     """
 
-    __slots__ = ("st", "shape", "numel", "data", "wdata", "widx", "tk", "lo", "hi", "t_shape", "t_strides",
-                 "_views")
+    __slots__ = ("st", "w", "r", "shape", "numel", "data", "wdata", "widx", "tk", "lo", "hi", "t_shape",
+                 "t_strides", "_views")
 
     def __init__(self, st: StorageRT, off: int, sizes: tuple, strides: tuple):
         self.st = st
+        self.w, self.r = st.w, st.r  # one hop less on the hot path
         self.shape = sizes
         numel = 1
         for s in sizes:

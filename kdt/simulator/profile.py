@@ -68,11 +68,13 @@ class Profile:
         return [[r[0], r[1], r[2]] for r in self._raw.get(job, [])]
 
     def summary(self) -> dict:
-        """Per-unit busy cycles and utilisation over the traced jobs, and the bottleneck unit.
+        """Per-unit busy cycles and utilisation of the traced jobs, and the bottleneck unit.
 
         Busy cycles: VXM/MXM the sum of latencies (a unit runs one instruction at a time); MEM the
-        union of the load/store intervals of each job; ISU one cycle per issued instruction.
-        Utilisation divides by ``kernel_cycles * num_sms``.
+        union of each job's load/store intervals (memory is not a unit: nothing waits for it to be
+        free, so it is never the bottleneck); ISU one cycle per issued instruction. ``utilisation``
+        divides by the traced jobs' own cycles; ``kernel_utilisation`` (all jobs traced only) by
+        ``kernel_cycles * num_sms``, which also counts SMs left idle by the job placement.
         """
         busy = {"ISU": 0, "MEM": 0, "VXM": 0, "MXM": 0}
         counts = {"MEM": 0, "VXM": 0, "MXM": 0, "FREE": 0}
@@ -87,12 +89,15 @@ class Profile:
                 if unit != "FREE":
                     busy["ISU"] += 1
             busy["MEM"] += _union_length(mem)
+        traced_cycles = max(sum(r.cycles for r in self.runs if r.job in self._raw), 1)
+        util = {u: busy[u] / traced_cycles for u in busy}
+        all_traced = len(self._raw) == len(self.runs)
         capacity = max(self.kernel_cycles * self.num_sms, 1)
-        util = {u: busy[u] / capacity for u in busy}
-        bottleneck = max(("MXM", "VXM", "MEM", "ISU"), key=lambda u: util[u])
         return {"kernel": self.kernel_name, "kernel_cycles": self.kernel_cycles, "num_sms": self.num_sms,
-                "jobs": len(self.runs), "traced_jobs": len(self._raw), "instructions": counts,
-                "busy_cycles": busy, "utilisation": util, "bottleneck": bottleneck}
+                "jobs": len(self.runs), "traced_jobs": len(self._raw), "traced_cycles": traced_cycles,
+                "instructions": counts, "busy_cycles": busy, "utilisation": util,
+                "kernel_utilisation": {u: busy[u] / capacity for u in busy} if all_traced else None,
+                "bottleneck": max(("MXM", "VXM", "ISU"), key=lambda u: util[u])}
 
     def to_perfetto(self) -> dict:
         """Chrome trace / Perfetto JSON: one process per SM, one thread per unit (plus a job track);

@@ -16,7 +16,7 @@ from .errors import LaunchError, ShapeError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
 from .exprs import compile_expr
-from .memory import RV, check_bounds, stamp_max, stamp_set
+from .memory import FULL, RV, check_bounds, stamp_max, stamp_set
 from .semantics import make_compute, matmul_latency, numel, shape_error, vector_latency
 
 _RESOLVE_CACHE_LIMIT = 4096
@@ -260,12 +260,17 @@ class ProgramBuilder:
         static_latency = latency if isinstance(latency, int) else None
         only_job0 = s.op == "print" and s.args["print_only_if_job0"]
 
+        # Operands whose view is constant are resolved now (an out-of-bounds one keeps its resolver,
+        # so the error is raised when, and only if, the instruction executes).
+        fixed_ins = _prefetch(in_res)
+        fixed_out = (_prefetch([out_res]) or [None])[0] if out_res is not None else None
+
         def run_inst(env):
             if only_job0 and env[0] != 0:
                 return  # spec §3: no output and no timing at all in other jobs
             try:
-                ins = [r(env) for r in in_res]
-                out = out_res(env) if out_res is not None else None
+                ins = fixed_ins if fixed_ins is not None else [r(env) for r in in_res]
+                out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
                 if check is not None:
                     check(ins, out)
                 compute(ins, out, env)
@@ -278,22 +283,35 @@ class ProgramBuilder:
                 free = state.free[unit]
                 if free > issue:
                     issue = free
+            # The uniform-stamp case is inlined: it is almost every operand of real kernels.
             for rv in ins:
-                t = stamp_max(rv, rv.st.w)
+                t = rv.w.u
+                if t is None or not rv.numel:
+                    t = stamp_max(rv, rv.w)
                 if t > issue:
                     issue = t
             if out is not None:
-                t = stamp_max(out, out.st.w)
+                t = out.w.u
+                if t is None or not out.numel:
+                    t = stamp_max(out, out.w)
                 if t > issue:
                     issue = t
-                t = stamp_max(out, out.st.r)
+                t = out.r.u
+                if t is None or not out.numel:
+                    t = stamp_max(out, out.r)
                 if t > issue:
                     issue = t
             finish = issue + (static_latency if static_latency is not None else latency(ins))
             for rv in ins:
-                stamp_set(rv, rv.st.r, finish)
+                if rv.tk == FULL:
+                    rv.r.u = finish
+                else:
+                    stamp_set(rv, rv.r, finish)
             if out is not None:
-                stamp_set(out, out.st.w, finish)
+                if out.tk == FULL:
+                    out.w.u = finish
+                else:
+                    stamp_set(out, out.w, finish)
             if unit and finish > state.free[unit]:
                 state.free[unit] = finish
             if holds_issue:
@@ -305,6 +323,19 @@ class ProgramBuilder:
                 base = state.base
                 rec.append((op, issue - base, finish - base, unit_name, line))
         return run_inst
+
+
+def _prefetch(resolvers):
+    """The resolved views when every resolver is constant and in bounds, else None."""
+    out = []
+    for r in resolvers:
+        if not r.static:
+            return None
+        try:
+            out.append(r(None))
+        except LaunchError:
+            return None
+    return out
 
 
 def _static_sizes(view: ir.View):
