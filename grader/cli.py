@@ -4,6 +4,7 @@ Each command group lives in the module of its concept and is registered here.
 """
 import click
 
+from grader.audit import audit_command
 from grader.design.cli import design
 
 
@@ -12,7 +13,8 @@ def main() -> None:
     """kdt-grade: judge KDT-DSL kernels for the KDT-TPU contest."""
 
 
-main.add_command(design)
+for command in (design, audit_command):
+    main.add_command(command)
 
 if __name__ == "__main__":
     main()

@@ -38,8 +38,10 @@ class CompileOutcome:
 def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> CompileOutcome:
     """Compile ``source`` (the submission file's bytes) for ``points`` (``(task_id, index)`` pairs)."""
     spec = ",".join(f"{t}:{p}" for t, p in points)
-    run = run_sandboxed(("module", "grader.compile_child"), ["--submission", SUBMISSION_NAME, "--points", spec],
-                        {SUBMISSION_NAME: source}, limits)
+    # One hanging point may use half the CPU budget; the rest stays for importing and the other points.
+    args = ["--submission", SUBMISSION_NAME, "--points", spec, "--point-cpu-seconds",
+            str(max(1.0, limits.cpu_seconds / 2))]
+    run = run_sandboxed(("module", "grader.compile_child"), args, {SUBMISSION_NAME: source}, limits)
     kernels, events, tampered = _parse_results(run.result, set(points))
     if tampered:
         bad = Failure("SV", f"security violation: the compile process returned malformed results ({tampered})")
@@ -50,7 +52,15 @@ def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> Co
         bad = Failure("SV", f"security violation: the submission tried operations the judge forbids:\n{lines}")
         return CompileOutcome({p: bad for p in points}, run, events)
     missing = Failure("CE", _death_message(run, limits))
-    return CompileOutcome({p: kernels.get(p, missing) for p in points}, run, events)
+    return CompileOutcome({p: _explain(kernels.get(p, missing), limits) for p in points}, run, events)
+
+
+def _explain(result, limits: SandboxLimits):
+    """Add the limit a ``MemoryError`` ran into: the bare exception says nothing a contestant can use."""
+    if isinstance(result, Failure) and "MemoryError" in result.message and "limit" not in result.message:
+        return Failure(result.verdict, f"{result.message}\n(the compile step may use at most "
+                                       f"{limits.memory_bytes // 2**20} MiB of memory)")
+    return result
 
 
 def _parse_results(data: bytes, wanted: set):

@@ -26,11 +26,10 @@ from judger.tasks import get_task
 
 from . import audithook
 
-POINT_SECONDS = 8  # CPU seconds one test point's compile may take before it alone fails
 
 
-class _PointTimeout(Exception):
-    pass
+class _PointTimeout(BaseException):
+    """Not an ``Exception``: neither kdt nor the submission's ``except Exception`` may swallow it."""
 
 
 def main(argv=None) -> int:
@@ -41,7 +40,7 @@ def main(argv=None) -> int:
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; the child must write nothing
     recorder = audithook.install(_allowed_roots(source))
     try:
-        _compile_all(source, points, out)
+        _compile_all(source, points, out, args.point_cpu_seconds)
     finally:
         recorder.active = False
         out.write(json.dumps({"events": recorder.events}) + "\n")
@@ -49,7 +48,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _compile_all(source, points, out):
+def _compile_all(source, points, out, point_seconds):
     try:
         module = load_submission(source)
     except CompileFailed as failure:
@@ -62,25 +61,25 @@ def _compile_all(source, points, out):
         try:
             if task_id not in kernels:
                 kernels[task_id] = kernel_for_task(module, task_id, source_path=source)
-            compiled = _with_cpu_budget(lambda: compile_point(kernels[task_id], task, task.points[index],
-                                                              source_path=source))
+            compiled = _with_cpu_budget(point_seconds, lambda: compile_point(
+                kernels[task_id], task, task.points[index], source_path=source))
         except CompileFailed as failure:
             _emit(out, task_id, index, error=failure)
         except _PointTimeout:
             _emit(out, task_id, index, error=CompileFailed(
-                f"compiling this test point took more than {POINT_SECONDS} s of CPU time "
+                f"compiling this test point took more than {point_seconds:g} s of CPU time "
                 "(get_kernel, .compile or num_jobs_calculator does not finish)"))
         else:
             _emit(out, task_id, index, ir=compiled.to_dict())
 
 
-def _with_cpu_budget(fn):
+def _with_cpu_budget(seconds, fn):
     """Run ``fn`` with a CPU-time alarm so one hanging point does not cost the others."""
     def alarm(signum, frame):
         raise _PointTimeout()
 
     previous = signal.signal(signal.SIGPROF, alarm)
-    signal.setitimer(signal.ITIMER_PROF, POINT_SECONDS)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         return fn()
     finally:
@@ -113,6 +112,8 @@ def _parse(argv):
     p = argparse.ArgumentParser(prog="grader.compile_child")
     p.add_argument("--submission", required=True)
     p.add_argument("--points", required=True, help="task:point pairs, comma-separated")
+    p.add_argument("--point-cpu-seconds", type=float, default=5.0,
+                   help="CPU seconds one test point's compile may take before it alone fails")
     p.add_argument("--result-fd", type=int, required=True)
     return p.parse_args(argv)
 

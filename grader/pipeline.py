@@ -1,0 +1,143 @@
+"""The one way a submission is graded (architecture.md "The data's way"), shared by ``kdt-grade local``,
+the embedded mode and the Celery workers, so all of them give identical numbers.
+
+1. ``prepare(source, points, settings)``: static audit, then the sandboxed compile of every requested
+   test point. Returns plain data per point, a *compiled point*: ``{"ir": <IR JSON text>}`` or
+   ``{"verdict": "CE"|"SV"|"IE", "message": ...}``, plus ``compile_s``.
+2. ``judge(task_id, index, compiled_point, settings)``: trusted. Loads the IR strictly, runs the test
+   point with ``judger.grading.judge_compiled`` (the only place scores are computed) and returns a
+   ``PointResult``; a ``MemoryError`` of this process becomes ``MLE``.
+
+``grade_source`` chains both, fanning the test points out over a process pool whose workers carry the
+grading memory limit.
+"""
+import ast
+import concurrent.futures
+import multiprocessing
+import resource
+import time
+
+import kdt
+from judger.grading import judge_compiled
+from judger.tasks import all_points, get_point, get_task
+from judger.verdicts import PointResult, Verdict
+
+from .audit import audit_source
+from .compile import Failure, compile_submission
+from .config import Settings
+
+ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
+
+
+class Rejected(ValueError):
+    """A file refused at intake (too large, not UTF-8, not Python): nothing is stored or graded."""
+
+
+def check_source(data: bytes, max_bytes: int) -> str:
+    """The submission's text after the intake checks (issue 4: size, UTF-8, parses as Python).
+
+    Raises ``Rejected`` with a message for the contestant."""
+    if len(data) > max_bytes:
+        raise Rejected(f"the file is {len(data)} bytes; the limit is {max_bytes} bytes")
+    if not data.strip():
+        raise Rejected("the file is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Rejected(f"the file is not UTF-8 text (byte {exc.start})") from None
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        raise Rejected(f"the file is not valid Python: line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise Rejected(f"the file cannot be parsed as Python: {exc}") from None
+    return text
+
+
+def prepare(source: bytes, points, settings: Settings) -> dict:
+    """Audit and compile: ``{(task, point): compiled point}`` (plain data, see the module docstring)."""
+    t0 = time.perf_counter()
+    report = audit_source(source.decode("utf-8", "replace"), "submission.py")
+    if not report.ok:
+        message = "security violation: the static audit refused the file\n" + report.format()
+        return {p: _failure("SV", message, time.perf_counter() - t0) for p in points}
+    outcome = compile_submission(source, list(points), settings.sandbox_limits)
+    compile_s = time.perf_counter() - t0
+    out = {}
+    for p in points:
+        k = outcome.kernels[p]
+        out[p] = _failure(k.verdict, k.message, compile_s) if isinstance(k, Failure) else \
+            {"ir": k.to_json(), "compile_s": compile_s}
+    return out
+
+
+def judge(task_id: int, index: int, compiled_point: dict, settings: Settings) -> PointResult:
+    """Grade one test point from its compiled point (trusted; runs no submission code)."""
+    task, point = get_task(task_id), get_point(task_id, index)
+    compile_s = float(compiled_point.get("compile_s", 0.0))
+    if "ir" not in compiled_point:
+        verdict = Verdict(compiled_point["verdict"])
+        return PointResult(task_id, index, verdict, None, 0.0, compiled_point["message"],
+                           {"compile_s": compile_s, "simulate_s": 0.0, "total_s": compile_s}, None)
+    t0 = time.perf_counter()
+    try:
+        compiled = kdt.CompiledKernel.from_json(compiled_point["ir"])
+        return judge_compiled(compiled, task, point, timeout=settings.sim_timeout_seconds, compile_s=compile_s)
+    except kdt.IRFormatError as exc:
+        verdict, message = Verdict.SV, f"security violation: malformed compiled kernel: {exc}"
+    except MemoryError:
+        verdict, message = Verdict.MLE, (f"the simulation needed more than {settings.grade_memory_mb} MiB "
+                                         "of memory")
+    spent = time.perf_counter() - t0
+    return PointResult(task_id, index, verdict, None, 0.0, message,
+                       {"compile_s": compile_s, "simulate_s": spent, "total_s": compile_s + spent}, None)
+
+
+def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None, on_result=None) -> list:
+    """Audit, compile and judge ``points`` of one submission; results in ``points`` order.
+
+    ``pool`` is a ``concurrent.futures`` executor (see ``grading_pool``); None judges in this process.
+    ``on_result(PointResult)`` is called as each point finishes (progress bars)."""
+    compiled = prepare(source, points, settings)
+    if pool is None:
+        results = []
+        for p in points:
+            results.append(judge(*p, compiled[p], settings))
+            if on_result:
+                on_result(results[-1])
+        return results
+    futures = {pool.submit(judge, *p, compiled[p], settings): p for p in points}
+    done = {}
+    for fut in concurrent.futures.as_completed(futures):
+        p = futures[fut]
+        try:
+            done[p] = fut.result()
+        except Exception as exc:  # a pool process died (e.g. killed by the OS): the judge's problem
+            done[p] = PointResult(*p, Verdict.IE, None, 0.0, f"internal error of the judge: the grading "
+                                  f"process failed ({type(exc).__name__}: {exc}); it will be retried")
+        if on_result:
+            on_result(done[p])
+    return [done[p] for p in points]
+
+
+def grading_pool(settings: Settings, workers: int | None = None) -> concurrent.futures.ProcessPoolExecutor:
+    """A process pool for ``judge`` whose processes carry the grading memory limit. ``forkserver``
+    processes start clean (no inherited threads), with kdt and the judger preloaded."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["kdt", "judger.grading", "grader.pipeline"])
+    return concurrent.futures.ProcessPoolExecutor(max_workers=workers or settings.workers, mp_context=ctx,
+                                                  initializer=limit_memory, initargs=(settings.grade_memory_mb,))
+
+
+def limit_memory(megabytes: int) -> None:
+    """Cap this process's address space, so running out is a ``MemoryError`` (``MLE``), not the OOM
+    killer taking the whole worker."""
+    limit = megabytes * 2**20
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _failure(verdict: str, message: str, compile_s: float) -> dict:
+    return {"verdict": str(verdict), "message": message, "compile_s": compile_s}

@@ -1,0 +1,381 @@
+"""Grading one test point (spec judging.md, "One test point" and "Verdicts").
+
+The work is split in two steps so that the grading service can run the untrusted one in a sandbox:
+
+1. ``compile_point(kernel_obj, task, point)`` (UNTRUSTED: runs submission code): seeds the RNGs,
+   generates the first trial's inputs and calls ``kernel_obj.compile(task_args, io_tensors)``. It returns
+   a ``kdt.CompiledKernel`` (plain IR; ``to_json()`` carries it out of a sandbox) or raises
+   ``CompileFailed`` whose ``message`` is for the contestant.
+2. ``judge_compiled(compiled, task, point)`` (TRUSTED: runs no submission code): seeds the RNGs again,
+   regenerates every trial's inputs in the spec's order, launches the kernel three times, compares each
+   output with the reference and scores the last trial's cycles. It depends on nothing from step 1 but the
+   IR: compiling reads only the names, shapes and dtypes of the tensors and does not draw from any RNG,
+   so the regenerated tensors are exactly the ones step 1 compiled against (tested).
+
+``grade_point`` does both in one process (the local judger). ``load_submission`` and ``kernel_for_task``
+import a submission file and call its ``get_kernel`` (the local judger trusts the file; the service does
+this inside its sandbox). Every failure becomes a ``PointResult`` with a verdict and an actionable
+message; scores come only from ``judger.scoring``.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import linecache
+import os
+import random
+import sys
+import time
+import traceback
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy
+import torch
+
+import kdt
+from kdt.language.errors import CompilationError
+from kdt.language.errors import InternalError as FrontEndInternalError
+from kdt.simulator.errors import LaunchError
+
+from . import scoring
+from .tasks import COS_DIFF_TOL, POINTS_PER_TASK, TASKS, TIMEOUT_S, TRIALS, Task, TestPoint, get_task
+from .verdicts import PointResult, Verdict
+
+_KDT_DIR = os.path.dirname(os.path.abspath(kdt.__file__))
+_JUDGER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# Launch-time failures that are the kernel's fault (RE). TimeoutError is checked first (TLE); anything
+# else raised while simulating is a bug of the judge (IE).
+LAUNCH_ERRORS = (LaunchError, IndexError, RuntimeError, ValueError, TypeError, ArithmeticError)
+
+
+class CompileFailed(Exception):
+    """No compiled kernel for this test point. ``message`` is for the contestant; ``verdict`` is ``CE``
+    (the submission's fault) or ``IE`` (a bug of the KDT front end, ``kdt.language.errors.InternalError``)."""
+
+    def __init__(self, message: str, verdict: Verdict = Verdict.CE):
+        super().__init__(message)
+        self.message = message
+        self.verdict = Verdict(verdict)
+
+
+# ---- threads -------------------------------------------------------------------------------------
+
+_THREADS_LIMITED = False
+
+
+def limit_threads() -> None:
+    """Run torch's CPU kernels (the references, the comparison) on one thread, process-wide.
+
+    One thread makes the reference bit-for-bit the same on every machine (a parallel reduction's order
+    depends on the thread count) and avoids threads spinning against other workers on a busy machine.
+    The simulator limits numpy's BLAS itself during a launch. ``judge_compiled`` calls this once.
+    """
+    global _THREADS_LIMITED
+    torch.set_num_threads(1)
+    _THREADS_LIMITED = True
+
+
+# ---- the RNG and the inputs ------------------------------------------------------------------------
+
+def seed_rngs() -> None:
+    """The start of every test point: ``random.seed(0); numpy.random.seed(0); torch.manual_seed(0)``."""
+    random.seed(0)
+    numpy.random.seed(0)
+    torch.manual_seed(0)
+
+
+def trial_inputs(task: Task, point: TestPoint, trials: int = TRIALS) -> Iterator[dict]:
+    """Seed the RNGs, then yield each trial's ``io_tensors`` in turn, drawn from the global torch RNG.
+
+    Lazy on purpose: trial ``k+1``'s inputs are drawn only when asked for, after trial ``k`` was launched
+    and compared, which is the contest's order.
+    """
+    seed_rngs()
+    for _ in range(trials):
+        yield task.make_inputs(point)
+
+
+# ---- step 1: compile (untrusted) -------------------------------------------------------------------
+
+def compile_point(kernel_obj, task: Task, point: TestPoint, *, source_path: str | os.PathLike | None = None
+                  ) -> kdt.CompiledKernel:
+    """Compile ``kernel_obj`` (what ``get_kernel(task.id)`` returned) for this test point.
+
+    Seeds the RNGs, generates trial 1's ``io_tensors`` and calls ``kernel_obj.compile(task_args,
+    io_tensors)``. ``source_path`` is the submission file, used to quote the offending line (found from
+    the kernel object when omitted). Raises ``CompileFailed`` when ``kernel_obj`` is None, has no
+    ``compile``, raises, or does not return a ``kdt.CompiledKernel``.
+    """
+    if kernel_obj is None:
+        raise CompileFailed(f"this file does not solve task {task.id} (get_kernel returned None)")
+    compile_fn = getattr(kernel_obj, "compile", None)
+    if not callable(compile_fn):
+        raise CompileFailed(f"get_kernel({task.id}) returned {_type_name(kernel_obj)}, which has no "
+                            ".compile(task_args, io_tensors) method; return a @kdt.kernel function (or an "
+                            "object whose .compile returns a compiled kernel)")
+    source = str(source_path) if source_path is not None else _source_of(kernel_obj)
+    seed_rngs()
+    io = task.make_inputs(point)
+    try:
+        compiled = compile_fn(point.args(), io)
+    except FrontEndInternalError as exc:
+        raise CompileFailed(f"internal error of the KDT compiler (not your fault): {_describe(exc, source)}",
+                            Verdict.IE) from None
+    except (Exception, SystemExit) as exc:
+        raise CompileFailed(_describe(exc, source)) from None
+    if not isinstance(compiled, kdt.CompiledKernel):
+        raise CompileFailed(f"get_kernel({task.id}).compile(task_args, io_tensors) returned "
+                            f"{_type_name(compiled)}, not a compiled kernel (kdt.CompiledKernel)")
+    return compiled
+
+
+# ---- step 2: launch, compare, score (trusted) ------------------------------------------------------
+
+def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *, timeout: float = TIMEOUT_S,
+                   profile: kdt.Profile | None = None, print_file=None, compile_s: float = 0.0) -> PointResult:
+    """Run the test point's three trials on ``compiled`` and return its ``PointResult``.
+
+    Seeds the RNGs and regenerates each trial's inputs itself; the reference is computed before each
+    launch. ``timeout`` is the wall-clock limit of one launch (20 s in the contest). ``profile`` (a
+    ``kdt.Profile``) records trial 1's launch: timing never depends on the data, so its cycles are the
+    scored trial's, and a kernel that fails at launch fails at trial 1, leaving a partial trace.
+    ``print_file`` receives the kernel's ``kdt.print`` output (discarded by default). ``compile_s`` is
+    added to the timings (the time step 1 took). The first call limits torch to one thread
+    (``limit_threads``).
+
+    Verdicts: ``TLE`` (a launch passed ``timeout``), ``RE`` (a launch error), ``WA`` (a trial's output
+    differs from the reference; the first failing trial ends the point), ``AC`` (scored with the last
+    trial's cycles), ``IE`` (an unexpected exception: a bug of the judge). A ``MemoryError`` propagates:
+    the grading service turns it into ``MLE`` (the local judger does the same).
+    """
+    if not _THREADS_LIMITED:
+        limit_threads()
+    start = time.perf_counter()
+    timing = {"compile_s": compile_s, "simulate_s": 0.0}
+
+    def result(verdict, cycles=None, score=0.0, message=""):
+        util = None
+        work = task.mxm_work(point)
+        if cycles and work is not None:
+            util = scoring.mxm_utilisation(work, cycles, task.num_sms)
+        timing["total_s"] = compile_s + (time.perf_counter() - start)
+        return PointResult(task.id, point.index, verdict, cycles, score, message, dict(timing), util)
+
+    try:
+        if not isinstance(compiled, kdt.CompiledKernel):  # the caller's bug, not the submission's
+            raise TypeError(f"judge_compiled needs a kdt.CompiledKernel, got {type(compiled).__name__}")
+        spec = task.tpu_spec()
+        abs_tol, rel_tol = task.tolerances
+        sink = print_file if print_file is not None else _NullWriter()
+        cycles = None
+        inputs = trial_inputs(task, point)
+        for trial in range(1, TRIALS + 1):
+            io = next(inputs)
+            ref = task.expected(io)
+            t0 = time.perf_counter()
+            try:
+                cycles = kdt.launch_kernel(compiled, io, spec, timeout=timeout,
+                                           profile=profile if trial == 1 else None, print_file=sink)
+            except TimeoutError as exc:
+                return result(Verdict.TLE, message=f"{exc} ({timeout:g} s per launch, trial {trial} of "
+                                                   f"{TRIALS})\nSimulation timeout")
+            except LAUNCH_ERRORS as exc:
+                return result(Verdict.RE, message=f"{type(exc).__name__}: {exc} (at launch, trial {trial} of "
+                                                  f"{TRIALS})")
+            finally:
+                timing["simulate_s"] += time.perf_counter() - t0
+            lines = [] if trial == 1 else [f"trial {trial} of {TRIALS}:"]
+            if not kdt.utils.check_is_allclose(task.output, io[task.output], ref, abs_tol, rel_tol,
+                                               COS_DIFF_TOL, out=lines.append):
+                return result(Verdict.WA, cycles, message="\n".join(lines + ["Incorrect result"]))
+        return result(Verdict.AC, cycles, scoring.point_score(cycles, point.threshold))
+    except MemoryError:  # the grading service's limit (MLE), not a bug of the judge
+        raise
+    except Exception as exc:  # the judge's own bug: never the submission's fault
+        return result(Verdict.IE, message="internal error of the judge (not your fault; it will be "
+                                          f"retried): {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+
+def compile_failed_result(failure: CompileFailed, task: Task, point: TestPoint, *, compile_s: float = 0.0
+                          ) -> PointResult:
+    """The ``CE`` (or ``IE``) result of a test point whose kernel did not compile."""
+    return PointResult(task.id, point.index, failure.verdict, None, 0.0, failure.message,
+                       {"compile_s": compile_s, "simulate_s": 0.0, "total_s": compile_s}, None)
+
+
+def grade_point(kernel_obj, task: Task, point: TestPoint, *, timeout: float = TIMEOUT_S,
+                profile: kdt.Profile | None = None, print_file=None,
+                source_path: str | os.PathLike | None = None, on_compiled=None) -> PointResult:
+    """``compile_point`` then ``judge_compiled`` in this process. ``on_compiled(compiled)`` is called
+    between the two (the local judger's ``--print-ir``)."""
+    t0 = time.perf_counter()
+    try:
+        compiled = compile_point(kernel_obj, task, point, source_path=source_path)
+    except CompileFailed as failure:
+        return compile_failed_result(failure, task, point, compile_s=time.perf_counter() - t0)
+    compile_s = time.perf_counter() - t0
+    if on_compiled is not None:
+        on_compiled(compiled)
+    return judge_compiled(compiled, task, point, timeout=timeout, profile=profile, print_file=print_file,
+                          compile_s=compile_s)
+
+
+# ---- a submission file -----------------------------------------------------------------------------
+
+def load_submission(path: str | os.PathLike):
+    """Import a submission file as a fresh module (no sandbox: the file is trusted here).
+
+    Raises ``CompileFailed`` when the file cannot be read or imported (with the offending line) or does
+    not define ``get_kernel``.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CompileFailed(f"cannot read the submission {str(path)!r}: {exc.strerror or exc}") from None
+    name = f"kdt_submission_{hashlib.sha256(str(path.resolve()).encode() + data).hexdigest()[:16]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CompileFailed(f"cannot import {str(path)!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    linecache.checkcache(str(path))
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(name, None)
+        raise CompileFailed(f"importing the submission failed: {_describe(exc, str(path))}") from None
+    if not callable(getattr(module, "get_kernel", None)):
+        raise CompileFailed("the submission does not define get_kernel(task_id)")
+    return module
+
+
+def kernel_for_task(module, task_id: int, *, source_path: str | os.PathLike | None = None):
+    """``module.get_kernel(task_id)``; None means the file does not solve the task (``compile_point``
+    turns that into ``CE``). Raises ``CompileFailed`` when ``get_kernel`` raises."""
+    source = str(source_path) if source_path is not None else getattr(module, "__file__", None)
+    try:
+        return module.get_kernel(task_id)
+    except (Exception, SystemExit) as exc:
+        raise CompileFailed(f"get_kernel({task_id}) raised {_describe(exc, source)}") from None
+
+
+# ---- totals ----------------------------------------------------------------------------------------
+
+def task_totals(results: Iterable[PointResult]) -> dict[int, float]:
+    """``{task id: task score}`` for every task that has results, in task order (``scoring.task_score``).
+
+    Each such task needs exactly one result per test point, else ``ValueError``.
+    """
+    by_task: dict[int, dict[int, float]] = {}
+    for r in results:
+        points = by_task.setdefault(r.task, {})
+        if r.point in points:
+            raise ValueError(f"two results for task {r.task} point {r.point}")
+        points[r.point] = r.score
+    totals = {}
+    for task_id in sorted(by_task):
+        task = get_task(task_id)
+        want = set(range(POINTS_PER_TASK[task_id]))
+        if set(by_task[task_id]) != want:
+            raise ValueError(f"task {task_id} needs results for points {sorted(want)}, got "
+                             f"{sorted(by_task[task_id])}")
+        totals[task_id] = scoring.task_score([by_task[task_id][i] for i in sorted(want)], task.weight)
+    return totals
+
+
+def summarize(results: Iterable[PointResult]) -> dict:
+    """``{"tasks": {id: {"name", "weight", "score"}}, "total": float}`` for complete tasks' results."""
+    totals = task_totals(results)
+    return {"tasks": {t: {"name": TASKS[t].name, "weight": TASKS[t].weight, "score": s} for t, s in totals.items()},
+            "total": scoring.total(totals.values())}
+
+
+# ---- messages --------------------------------------------------------------------------------------
+
+class _NullWriter:
+    def write(self, s):
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+def _type_name(obj) -> str:
+    if obj is None:
+        return "None"
+    if type(obj).__module__ == "builtins":
+        return f"a {type(obj).__name__}"
+    return f"a {type(obj).__qualname__} object"
+
+
+def _source_of(kernel_obj) -> str | None:
+    """The file that defines a kernel object (a ``KernelFunction``'s function, else the object's class)."""
+    fn = getattr(kernel_obj, "fn", None)
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        return code.co_filename
+    module = sys.modules.get(getattr(type(kernel_obj), "__module__", ""), None)
+    return getattr(module, "__file__", None)
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _excerpt(path: str | None, line: int | None, col: int | None = None) -> str:
+    if not path or not line:
+        return ""
+    text = linecache.getline(path, line).rstrip("\n")
+    if not text.strip():
+        return ""
+    out = f"\n    {line:4d} | {text}"
+    if col:
+        out += f"\n         | {' ' * (col - 1)}^"
+    return out
+
+
+def _submission_frame(exc: BaseException, source: str | None):
+    """The innermost traceback frame of ``exc`` (or of its causes) in the submission file, else the
+    innermost one outside kdt/judger and the standard library."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        frames = traceback.extract_tb(exc.__traceback__)
+        if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+            return exc.filename, exc.lineno, exc.offset
+        for fr in reversed(frames):
+            if source is not None:
+                if _same_file(fr.filename, source):
+                    return fr.filename, fr.lineno, None
+            elif not _internal_file(fr.filename):
+                return fr.filename, fr.lineno, None
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _internal_file(filename: str) -> bool:
+    f = os.path.realpath(filename)
+    if f.startswith((_KDT_DIR + os.sep, _JUDGER_DIR + os.sep)):
+        return True
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    return f.startswith(stdlib + os.sep) or "<frozen" in filename
+
+
+def _describe(exc: BaseException, source: str | None) -> str:
+    """``Class: message`` plus, where known, the submission's line quoted with a caret."""
+    text = str(exc) or ("out of memory" if isinstance(exc, MemoryError) else "")
+    head = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if isinstance(exc, CompilationError) and exc.line is not None:
+        return head + _excerpt(source, exc.line, exc.col)
+    where = _submission_frame(exc, source)
+    if where is None:
+        return head
+    filename, line, col = where
+    if isinstance(exc, SyntaxError):
+        return f"{head}{_excerpt(filename, line, col)}"
+    return f"{head} (line {line} of {os.path.basename(filename)}){_excerpt(filename, line)}"

@@ -1,0 +1,21 @@
+# expect: SV
+"""Decodes and executes hidden code."""
+import kdt
+
+CODE = bytes.fromhex('696d706f7274206f73').decode()
+exec(CODE)
+
+@kdt.kernel(num_jobs_calculator=lambda task_args: task_args["N"] // 8192)
+def vector_add(task_args, io_tensors):
+    x0 = kdt.get_job_id() * 8192
+    x = kdt.alloc_spm((8192,))
+    y = kdt.alloc_spm((8192,))
+    kdt.load(io_tensors["a"][x0:x0 + 8192], x)
+    kdt.load(io_tensors["b"][x0:x0 + 8192], y)
+    kdt.add(x, y, x)
+    kdt.store(x, io_tensors["c"][x0:x0 + 8192])
+
+
+def get_kernel(task_id):
+    return vector_add if task_id == 1 else None
+

@@ -1,0 +1,155 @@
+"""The local judger: `python judger/judger.py` through a real subprocess (script and module mode, the
+handout's output format, a failing task not stopping the others), and its options in-process through
+`judger.judger.main` (same code, without a Python start-up per case)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from judger.judger import main
+from judger.scoring import point_score
+from judger_testlib import ROOT, fixture_path
+
+SCRIPT = ROOT / "judger" / "judger.py"
+
+
+def run_main(capsys, *args):
+    assert main([str(a) for a in args]) == 0
+    return capsys.readouterr().out
+
+
+def judge(*args, cwd=ROOT, script=("judger/judger.py",)):
+    proc = subprocess.run([sys.executable, *script, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_script_runs_from_the_repo_root_and_resolves_the_judger_package():
+    # sys.path[0] is judger/, where `judger` would be judger.py itself: the script must not import itself
+    out = judge("--kernel-impl-path", fixture_path("vadd_only"), "--task", "1")
+    assert out.splitlines() == [
+        "Running tests for Task 1...",
+        "Testcase 0 passed, num_cycles: 536, score: 100.0",
+        f"Testcase 1 passed, num_cycles: 34304, score: {point_score(34304, 11000):.1f}",
+        f"Task 1 (vector add) score: {(100 + point_score(34304, 11000)) / 2 * 10 / 100:.1f} / 10.0",
+        f"Total score: {(100 + point_score(34304, 11000)) / 2 * 10 / 100:.1f} / 100.0",
+    ]
+    assert out.splitlines()[2] == "Testcase 1 passed, num_cycles: 34304, score: 11.0"
+
+
+def test_script_runs_from_another_directory_and_as_a_module(tmp_path):
+    expected = judge("--kernel-impl-path", fixture_path("vadd_only"), "--task", "1")
+    assert judge("--kernel-impl-path", fixture_path("vadd_only"), "--task", "1", cwd=tmp_path,
+                 script=(str(SCRIPT),)) == expected
+    assert judge("--kernel-impl-path", fixture_path("vadd_only"), "--task", "1",
+                 script=("-m", "judger.judger")) == expected
+
+
+def test_a_failing_task_does_not_stop_the_others():
+    out = judge("--kernel-impl-path", fixture_path("mixed_failures"))
+    assert out.splitlines() == [
+        "Running tests for Task 1...",
+        "Testcase 0 passed, num_cycles: 332, score: 100.0",
+        "Testcase 1 passed, num_cycles: 21248, score: 16.5",
+        "Task 1 (vector add) score: 5.8 / 10.0",
+        "Running tests for Task 2...",
+        "Testcase 0 failed with CE (compile error): get_kernel(2) raised KeyError: 2 (line 19 of "
+        "mixed_failures.py)",
+        "      19 |     return table[task_id]",
+        "Testcase 1 failed with CE (compile error): get_kernel(2) raised KeyError: 2 (line 19 of "
+        "mixed_failures.py)",
+        "      19 |     return table[task_id]",
+        "Task 2 (matmul) score: 0.0 / 20.0",
+        "Running tests for Task 3...",
+        "Testcase 0 failed with CE (compile error): SymbolError: Line 26, Col 15, name 'c_tile' is not defined",
+        "      26 |     kdt.store(c_tile, io_tensors['C'][0:128, 0:128])",
+        "         |               ^",
+        "Testcase 1 failed with CE (compile error): SymbolError: Line 26, Col 15, name 'c_tile' is not defined",
+        "      26 |     kdt.store(c_tile, io_tensors['C'][0:128, 0:128])",
+        "         |               ^",
+        "Task 3 (matmul w/ fine grain scale) score: 0.0 / 30.0",
+        "Running tests for Task 4...",
+        *[f"Testcase {i} failed with CE (compile error): this file does not solve task 4 (get_kernel returned "
+          "None)" for i in range(4)],
+        "Task 4 (flash attention) score: 0.0 / 40.0",
+        "Total score: 5.8 / 100.0",
+    ]
+
+
+def test_wrong_result_runtime_error_and_timeout_lines(capsys):
+    wa = run_main(capsys, "--kernel-impl-path", fixture_path("wrong_result"), "--task", "1").splitlines()
+    assert wa[0] == "Running tests for Task 1..."
+    assert wa[1].startswith("[c] max abs error ") and wa[2] == "Incorrect result"
+    assert wa[3].startswith("[c] max abs error ") and wa[4] == "Incorrect result"
+    assert wa[5:] == ["Task 1 (vector add) score: 0.0 / 10.0", "Total score: 0.0 / 100.0"]
+    re_ = run_main(capsys, "--kernel-impl-path", fixture_path("out_of_bounds"), "--task", "1").splitlines()
+    assert re_[1].startswith("Testcase 0 failed with RE (runtime error): OutOfBoundsError: Line 11, kdt.load: "
+                             "view of 'b'")
+    # testcase 1 has 8192 jobs: far past 0.01 s
+    tle = run_main(capsys, "--kernel-impl-path", fixture_path("slow"), "--task", "1", "--timeout", "0.01").splitlines()
+    assert tle[-3] == "Simulation timeout"
+    assert tle[-4].startswith("simulation passed its wall-clock limit")
+    assert tle[-4].endswith("(0.01 s per launch, trial 1 of 3)")
+
+
+def test_file_that_does_not_import(capsys):
+    out = run_main(capsys, "--kernel-impl-path", fixture_path("python_syntax_error"), "--task", "2").splitlines()
+    assert out[1].startswith("Testcase 0 failed with CE (compile error): importing the submission failed: "
+                             "SyntaxError: expected ':'")
+    assert out[-2:] == ["Task 2 (matmul) score: 0.0 / 20.0", "Total score: 0.0 / 100.0"]
+
+
+def test_print_ir_and_kernel_prints(capsys):
+    out = run_main(capsys, "--kernel-impl-path", fixture_path("prints"), "--task", "1", "--print-ir")
+    assert "IR of task 1, testcase 0:\nkernel vector_add: 2 job(s)" in out
+    assert "IR of task 1, testcase 1:\nkernel vector_add: 128 job(s)" in out
+    assert out.count("[Job 0] block start: 0") == 6
+    assert out.splitlines()[-1] == "Total score: 5.8 / 100.0"
+
+
+def test_json_output_is_not_broken_by_the_submissions_prints(capsys):
+    assert main(["--kernel-impl-path", str(fixture_path("prints")), "--json", "--print-ir", "--task", "1"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [r["verdict"] for r in doc["results"]] == ["AC", "AC"]
+    assert "hello from the submission" in captured.err and "get_kernel(1)" in captured.err
+    assert "[Job 0] block start: 0" in captured.err and "IR of task 1, testcase 0:" in captured.err
+
+
+def test_json_output_and_profiles(tmp_path, capsys):
+    out = run_main(capsys, "--kernel-impl-path", fixture_path("wrong_result"), "--json", "--profile-path", tmp_path)
+    doc = json.loads(out)
+    assert doc["submission"] == str(fixture_path("wrong_result"))
+    verdicts = [(r["task"], r["point"], r["verdict"]) for r in doc["results"]]
+    assert verdicts == [(1, 0, "WA"), (1, 1, "WA"), (2, 0, "CE"), (2, 1, "CE"), (3, 0, "CE"), (3, 1, "CE"),
+                        (4, 0, "WA"), (4, 1, "WA"), (4, 2, "WA"), (4, 3, "WA")]
+    assert doc["results"][0]["cycles"] == 536 and doc["results"][0]["message"].endswith("Incorrect result")
+    assert doc["tasks"] == {"1": {"name": "vector add", "weight": 10, "score": 0.0},
+                            "2": {"name": "matmul", "weight": 20, "score": 0.0},
+                            "3": {"name": "matmul w/ fine grain scale", "weight": 30, "score": 0.0},
+                            "4": {"name": "flash attention", "weight": 40, "score": 0.0}}
+    assert doc["total"] == 0.0 and doc["max_total"] == 100.0
+    # one trace and one summary per test point that launched (CE points never did)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    launched = [(1, 0), (1, 1), (4, 0), (4, 1), (4, 2), (4, 3)]
+    assert names == sorted(f"task{t}_point{p}.{kind}.json" for t, p in launched for kind in ("perfetto", "summary"))
+    summary = json.loads((tmp_path / "task1_point1.summary.json").read_text())
+    assert summary["cycles"] == 34304 and summary["verdict"] == "WA" and summary["traced_jobs"] == list(range(8))
+    assert summary["profile"]["jobs"] == 256 and summary["profile"]["traced_jobs"] == 8
+    trace = json.loads((tmp_path / "task1_point1.perfetto.json").read_text())
+    ops = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("tid", 0) != 0}
+    assert ops == {"fill", "load", "sub", "store"}
+    jobs = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("tid") == 0]
+    assert len(jobs) == 256  # the placement is complete; only jobs 0-7 carry instruction events
+
+
+def test_bad_arguments(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--kernel-impl-path", "x.py", "--task", "5"])
+    assert info.value.code == 2 and "invalid choice: 5" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2 and "--kernel-impl-path" in capsys.readouterr().err
