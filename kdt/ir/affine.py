@@ -32,36 +32,61 @@ def expr_type(expr, slot_types) -> str | None:
     return None
 
 
+MAX_ATOM_DEPTH = 8  # deeper opaque sub-expressions are not used as atoms (hashing them is O(size))
+
+
 def affine(expr, slot_types):
     """``(coeffs, const)`` with ``expr == const + sum(k * atom for atom, k in coeffs.items())`` for an
-    integer-valued ``expr`` (atoms are ``Var``/``JobId`` nodes or opaque integer sub-expressions);
-    None when ``expr`` is not known to be an integer."""
-    if expr_type(expr, slot_types) not in ("int", "bool"):
-        return None
-    return _affine(expr, slot_types)
+    integer-valued ``expr`` (atoms are ``Var``/``JobId`` nodes or small opaque integer sub-expressions);
+    None when ``expr`` is not known to be an integer. One pass over the tree: O(size)."""
+    type_, form, _ = _walk(expr, slot_types)
+    return form if type_ in ("int", "bool") else None
 
 
-def _affine(expr, slot_types):
+def _walk(expr, slot_types):
+    """``(type, affine form or None, depth)`` of ``expr``."""
     t = type(expr)
     if t is Const:
-        return {}, int(expr.value)
-    if t is Unary and expr.op in ("-", "+"):
-        inner = affine(expr.operand, slot_types)
-        if inner is None:
-            return {expr: 1}, 0
-        return (_scale(inner, -1) if expr.op == "-" else inner)
-    if t is Binary and expr.op in ("+", "-", "*"):
-        left, right = affine(expr.left, slot_types), affine(expr.right, slot_types)
-        if left is not None and right is not None:
+        ty = type_of_value(expr.value)
+        return ty, ({}, int(expr.value)) if ty in ("int", "bool") else None, 1
+    if t is Var or t is JobId:
+        ty = "int" if t is JobId else slot_types.get(expr.slot)
+        return ty, ({expr: 1}, 0) if ty in ("int", "bool") else None, 1
+    if t is Unary:
+        ty_in, inner, depth = _walk(expr.operand, slot_types)
+        ty = unary_type(expr.op, ty_in)
+        if expr.op in ("-", "+") and inner is not None:
+            return ty, (_scale(inner, -1) if expr.op == "-" else inner), depth + 1
+        return ty, _atom(expr, ty, depth + 1), depth + 1
+    if t is Binary:
+        tl, left, dl = _walk(expr.left, slot_types)
+        tr, right, dr = _walk(expr.right, slot_types)
+        ty, depth = binary_type(expr.op, tl, tr), max(dl, dr) + 1
+        if left is not None and right is not None and ty in ("int", "bool"):
             if expr.op == "+":
-                return _add(left, right, 1)
+                return ty, _add(left, right, 1), depth
             if expr.op == "-":
-                return _add(left, right, -1)
-            if not left[0]:
-                return _scale(right, left[1])
-            if not right[0]:
-                return _scale(left, right[1])
-    return {expr: 1}, 0
+                return ty, _add(left, right, -1), depth
+            if expr.op == "*" and not left[0]:
+                return ty, _scale(right, left[1]), depth
+            if expr.op == "*" and not right[0]:
+                return ty, _scale(left, right[1]), depth
+        return ty, _atom(expr, ty, depth), depth
+    children = {Compare: lambda e: (e.left, e.right), BoolOp: lambda e: e.values,
+                IfExp: lambda e: (e.cond, e.then, e.orelse)}[t](expr)
+    walked = [_walk(c, slot_types) for c in children]
+    depth = max(w[2] for w in walked) + 1
+    if t is Compare:
+        ty = "bool"
+    elif t is BoolOp:
+        ty = same_type(w[0] for w in walked)
+    else:
+        ty = same_type((walked[1][0], walked[2][0]))
+    return ty, _atom(expr, ty, depth), depth
+
+
+def _atom(expr, ty, depth):
+    return ({expr: 1}, 0) if ty in ("int", "bool") and depth <= MAX_ATOM_DEPTH else None
 
 
 def _scale(form, k):

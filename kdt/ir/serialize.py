@@ -7,6 +7,11 @@ limits on nesting depth, node count, dimensions, magnitudes and string lengths, 
 (storage ids, slots defined exactly once, per-instruction parameters and constants). Anything else
 raises ``IRFormatError`` with the JSON path of the problem.
 
+Nesting is limited as a whole: a statement block at depth ``d`` (the body is depth 1) holds expressions
+that start at depth ``d``, and no statement or expression may be deeper than ``MAX_DEPTH``. The loader
+and the simulator are recursive, so a budget per kind (statements, then expressions inside them) would
+add up to more Python frames than the interpreter allows.
+
 Layout (``FORMAT``/``VERSION`` identify it)::
 
     {"format": "kdt-ir", "version": 1, "name": str, "num_jobs": int, "num_slots": int,
@@ -44,6 +49,12 @@ MAX_LINE = 10_000_000
 
 class IRFormatError(ValueError):
     """The JSON is not a valid kernel IR; the message names the JSON path and the problem."""
+
+
+def _short(v, limit=60) -> str:
+    """``repr(v)`` cut to ``limit`` characters: error messages must not echo megabytes of junk."""
+    text = repr(v) if not isinstance(v, (list, dict)) or len(v) < 64 else f"<{type(v).__name__} of {len(v)}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 # ---- encoding -----------------------------------------------------------------------------------
@@ -132,13 +143,19 @@ def loads(text) -> ir.Kernel:
     except RecursionError:
         raise IRFormatError("IR JSON is nested too deeply") from None
     except ValueError as exc:
-        raise IRFormatError(f"IR JSON does not parse: {exc}") from None
+        raise IRFormatError(f"IR JSON does not parse: {_short(str(exc), 200)}") from None
     return kernel_from_dict(data)
 
 
 def kernel_from_dict(data) -> ir.Kernel:
     """Validate plain data (as produced by ``kernel_to_dict``) into a kernel; raises ``IRFormatError``."""
-    return _Decoder().kernel(data)
+    try:
+        return _Decoder().kernel(data)
+    except RecursionError:  # a backstop: MAX_DEPTH keeps the recursion far below the limit
+        raise IRFormatError("IR nested too deeply for the loader") from None
+
+
+_EXPR_ARITY = {"c": 2, "v": 3, "job": 1, "un": 3, "bin": 4, "cmp": 4, "bool": 3, "ifx": 4}
 
 
 class _Decoder:
@@ -162,9 +179,11 @@ class _Decoder:
     def obj(self, d, path, keys):
         if not isinstance(d, dict):
             self.fail(path, f"expected an object, got {_tname(d)}")
-        if set(d) != set(keys):
+        if d.keys() != set(keys):
             extra, missing = sorted(set(d) - set(keys)), sorted(set(keys) - set(d))
-            self.fail(path, f"wrong keys (unknown: {extra}, missing: {missing})")
+            shown = ", ".join(_short(k, 40) for k in extra[:5]) + (f", ... ({len(extra)} in all)"
+                                                                    if len(extra) > 5 else "")
+            self.fail(path, f"wrong keys (unknown: [{shown}], missing: {missing})")
         return d
 
     def int(self, v, path, lo, hi):
@@ -190,6 +209,14 @@ class _Decoder:
             self.fail(path, f"more than {limit} entries")
         return v
 
+    def node_list(self, v, path):
+        """A list of statements or expressions: each entry is at least one node, so a list longer
+        than the remaining node budget is rejected before walking it."""
+        self.list(v, path)
+        if len(v) > MAX_NODES - self.nodes:
+            self.fail(path, f"more than {MAX_NODES} IR nodes")
+        return v
+
     def number(self, v, path):
         if type(v) is bool or type(v) is float:
             return v
@@ -201,8 +228,9 @@ class _Decoder:
 
     def kernel(self, d) -> ir.Kernel:
         self.obj(d, "$", ("format", "version", "name", "num_jobs", "num_slots", "storages", "body"))
-        if d["format"] != FORMAT or d["version"] != VERSION:
-            self.fail("$", f"unsupported IR format {d['format']!r} version {d['version']!r}")
+        fmt, version = d["format"], d["version"]
+        if type(fmt) is not str or fmt != FORMAT or type(version) is not int or version != VERSION:
+            self.fail("$", f"unsupported IR format {_short(fmt)} version {_short(version)}")
         name = self.str(d["name"], "$.name")
         num_jobs = self.int(d["num_jobs"], "$.num_jobs", 1, MAX_JOBS)
         self.num_slots = self.int(d["num_slots"], "$.num_slots", 1, MAX_NODES)
@@ -241,10 +269,11 @@ class _Decoder:
 
     def block(self, items, path, depth):
         if depth > MAX_DEPTH:
-            self.fail(path, f"statements nested deeper than {MAX_DEPTH}")
-        return tuple(self.stmt(s, f"{path}[{i}]", depth) for i, s in enumerate(self.list(items, path)))
+            self.fail(path, f"statements nested deeper than {MAX_DEPTH} (statements and expressions together)")
+        return tuple(self.stmt(s, f"{path}[{i}]", depth) for i, s in enumerate(self.node_list(items, path)))
 
     def stmt(self, s, path, depth):
+        """One statement of a block at ``depth``; its expressions start at the same depth."""
         self.count(path)
         if not isinstance(s, dict) or "t" not in s:
             self.fail(path, "expected a statement object with a 't' field")
@@ -252,22 +281,25 @@ class _Decoder:
         if kind == "assign":
             self.obj(s, path, ("t", "slot", "name", "value", "line"))
             slot = self.define(s["slot"], path + ".slot")
-            return ir.Assign(slot, self.str(s["name"], path + ".name"), self.expr(s["value"], path + ".value", 0),
+            return ir.Assign(slot, self.str(s["name"], path + ".name"),
+                             self.expr(s["value"], path + ".value", depth),
                              self.int(s["line"], path + ".line", 0, MAX_LINE))
         if kind == "for":
             self.obj(s, path, ("t", "slot", "name", "start", "end", "body", "line"))
             slot = self.define(s["slot"], path + ".slot")
-            return ir.For(slot, self.str(s["name"], path + ".name"), self.expr(s["start"], path + ".start", 0),
-                          self.expr(s["end"], path + ".end", 0), self.block(s["body"], path + ".body", depth + 1),
+            return ir.For(slot, self.str(s["name"], path + ".name"), self.expr(s["start"], path + ".start", depth),
+                          self.expr(s["end"], path + ".end", depth),
+                          self.block(s["body"], path + ".body", depth + 1),
                           self.int(s["line"], path + ".line", 0, MAX_LINE))
         if kind == "if":
             self.obj(s, path, ("t", "cond", "then", "else", "line"))
-            return ir.If(self.expr(s["cond"], path + ".cond", 0), self.block(s["then"], path + ".then", depth + 1),
+            return ir.If(self.expr(s["cond"], path + ".cond", depth),
+                         self.block(s["then"], path + ".then", depth + 1),
                          self.block(s["else"], path + ".else", depth + 1),
                          self.int(s["line"], path + ".line", 0, MAX_LINE))
         if kind == "inst":
-            return self.inst(s, path)
-        self.fail(path, f"unknown statement kind {kind!r}")
+            return self.inst(s, path, depth)
+        self.fail(path, f"unknown statement kind {_short(kind)}")
 
     def define(self, slot, path):
         slot = self.int(slot, path, 1, self.num_slots - 1)
@@ -276,7 +308,7 @@ class _Decoder:
         self.defined.add(slot)
         return slot
 
-    def inst(self, s, path):
+    def inst(self, s, path, depth):
         self.obj(s, path, ("t", "op", "args", "line", "col", "alloc"))
         op = self.str(s["op"], path + ".op")
         spec = OPS.get(op)
@@ -288,9 +320,9 @@ class _Decoder:
             ap = f"{path}.args.{p.name}"
             v = raw[p.name]
             if p.kind in ("in", "out") or (p.kind == "any" and isinstance(v, dict)):
-                args[p.name] = self.view(v, ap)
+                args[p.name] = self.view(v, ap, depth)
             elif p.kind in ("scalar", "any"):
-                args[p.name] = self.expr(v, ap, 0)
+                args[p.name] = self.expr(v, ap, depth)
             else:
                 args[p.name] = v
         self.check_consts(op, args, path)
@@ -315,7 +347,7 @@ class _Decoder:
 
     # -- views and expressions --
 
-    def view(self, v, path):
+    def view(self, v, path, depth):
         self.count(path)
         self.obj(v, path, ("s", "off", "sizes", "strides"))
         sid = self.int(v["s"], path + ".s", 0, len(self.storages) - 1)
@@ -323,21 +355,23 @@ class _Decoder:
         strides = self.list(v["strides"], path + ".strides", MAX_DIMS)
         if len(sizes) != len(strides):
             self.fail(path, "sizes and strides differ in length")
-        return ir.View(sid, self.expr(v["off"], path + ".off", 0),
-                       tuple(self.expr(e, f"{path}.sizes[{i}]", 0) for i, e in enumerate(sizes)),
+        return ir.View(sid, self.expr(v["off"], path + ".off", depth),
+                       tuple(self.expr(e, f"{path}.sizes[{i}]", depth) for i, e in enumerate(sizes)),
                        tuple(self.int(x, f"{path}.strides[{i}]", -MAX_STRIDE, MAX_STRIDE)
                              for i, x in enumerate(strides)))
 
     def expr(self, e, path, depth):
-        self.count(path)
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self.fail(path, f"more than {MAX_NODES} IR nodes")
         if depth > MAX_DEPTH:
-            self.fail(path, f"expression nested deeper than {MAX_DEPTH}")
-        if not isinstance(e, list) or not e or type(e[0]) is not str:
+            self.fail(path, f"expression nested deeper than {MAX_DEPTH} (statements and expressions together)")
+        if type(e) is not list or not e or type(e[0]) is not str:
             self.fail(path, "expected an expression list such as [\"c\", 1]")
         tag, n, d = e[0], len(e), depth + 1
-        shape = {"c": 2, "v": 3, "job": 1, "un": 3, "bin": 4, "cmp": 4, "bool": 3, "ifx": 4}.get(tag)
+        shape = _EXPR_ARITY.get(tag)
         if shape is None:
-            self.fail(path, f"unknown expression tag {tag!r}")
+            self.fail(path, f"unknown expression tag {_short(tag)}")
         if n != shape:
             self.fail(path, f"'{tag}' takes {shape - 1} operand(s), got {n - 1}")
         if tag == "c":
@@ -356,7 +390,7 @@ class _Decoder:
             return cls(self.str(e[1], path + "[1]", choices=ops), self.expr(e[2], path + "[2]", d),
                        self.expr(e[3], path + "[3]", d))
         if tag == "bool":
-            values = self.list(e[2], path + "[2]")
+            values = self.node_list(e[2], path + "[2]")
             if len(values) < 2:
                 self.fail(path, "'bool' needs at least two operands")
             return ir.BoolOp(self.str(e[1], path + "[1]", choices=BOOL_OPERATORS),

@@ -86,6 +86,7 @@ class KernelBuilder(ast.NodeVisitor):
         self.blocks: list[list] = [[]]
         self.control_depth = 0
         self.shadowing = shadowing_enabled()
+        self.assign_target: str | None = None
 
     # ---- error helpers --------------------------------------------------------------------------
 
@@ -172,7 +173,11 @@ class KernelBuilder(ast.NodeVisitor):
             raise self.error(E.UnsupportedFeatureError, node,
                              "only 'name = expression' assignments to a single name are supported")
         name = node.targets[0].id
-        value = self.value(node.value)
+        self.assign_target = name  # names an unnamed alloc_spm storage after its variable
+        try:
+            value = self.value(node.value)
+        finally:
+            self.assign_target = None
         if isinstance(value, Scalar) and not value.is_const:
             slot = self.new_slot(value.type)
             self.emit(ir.Assign(slot, name, value.expr, self.line(node)))
@@ -498,7 +503,7 @@ class KernelBuilder(ast.NodeVisitor):
         dtype = self.const(bound["dtype"], "dtype") if "dtype" in bound else "float32"
         if dtype not in ("float32", "bool"):
             raise self.error(E.TypeError, node, f"alloc_spm dtype must be 'float32' or 'bool', got {dtype!r}")
-        label = self.const(bound["name"], "name") if "name" in bound else ""
+        label = self.const(bound["name"], "name") if "name" in bound else (self.assign_target or "")
         init = self.const(bound["init_value"], "init_value") if "init_value" in bound else 0
         if type(init) not in (int, float, bool):
             raise self.error(E.TypeError, node, "init_value must be a number or a bool")

@@ -17,7 +17,8 @@ def const_value(e):
 
 
 def compile_expr(e, slot_types):
-    """A closure evaluating ``e`` with Python semantics; errors surface when it is called."""
+    """A closure evaluating ``e`` with Python semantics; errors surface when it is called. Only the
+    top-level expression is tried in affine form (sub-expressions compile plainly: O(size) overall)."""
     form = affine(e, slot_types) if type(e) in (ir.Binary, ir.Unary) else None
     # Only pure-int atoms: a bool variable would come back as True/False where Python gives 1/0.
     if form is not None and all(type(a) is ir.JobId or (type(a) is ir.Var and slot_types.get(a.slot) == "int")
@@ -56,11 +57,11 @@ def _plain(e, slot_types):
     if t is ir.JobId:
         return itemgetter(0)
     if t is ir.Unary:
-        f, a = UNARY[e.op], compile_expr(e.operand, slot_types)
+        f, a = UNARY[e.op], _plain(e.operand, slot_types)
         return lambda env: f(a(env))
     if t in (ir.Binary, ir.Compare):
         f = (BINARY if t is ir.Binary else COMPARE)[e.op]
-        a, b = compile_expr(e.left, slot_types), compile_expr(e.right, slot_types)
+        a, b = _plain(e.left, slot_types), _plain(e.right, slot_types)
         ca, va = const_value(e.left)
         cb, vb = const_value(e.right)
         if cb:
@@ -69,9 +70,9 @@ def _plain(e, slot_types):
             return lambda env: f(va, b(env))
         return lambda env: f(a(env), b(env))
     if t is ir.BoolOp:
-        return _boolop(e.op == "and", [compile_expr(v, slot_types) for v in e.values])
+        return _boolop(e.op == "and", [_plain(v, slot_types) for v in e.values])
     if t is ir.IfExp:
-        c, a, b = (compile_expr(x, slot_types) for x in (e.cond, e.then, e.orelse))
+        c, a, b = (_plain(x, slot_types) for x in (e.cond, e.then, e.orelse))
 
         def ifexp(env):
             v = c(env)

@@ -49,6 +49,8 @@ def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec,
     _check_spm(kernel, tpu_spec)
     storages = [new_storage(st, arrays.get(st.id)) for st in kernel.storages]
     deadline = time.monotonic() + timeout
+    if profile is not None:
+        profile.start()
     state = JobState(deadline)
     out = print_file if print_file is not None else None
     body = ProgramBuilder(kernel, storages, tpu_spec, state, lambda: out or sys.stdout).build()

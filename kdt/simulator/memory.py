@@ -86,9 +86,11 @@ class RV:
                                    strides=tuple(s * item for s in strides))
         self.wdata, self.widx = self.data, None
         if any(st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)):
-            keep = tuple(0 if (st_ == 0 and sz > 1) else slice(None) for sz, st_ in zip(sizes, strides))
-            self.wdata = self.data[keep]
-            self.widx = tuple(-1 if k == 0 else slice(None) for k in keep)
+            # Size-1 slices (not integer indices) keep every dimension, so even an all-broadcast view
+            # stays an array; the result's last element along each broadcast dimension is written.
+            bcast = [st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)]
+            self.wdata = self.data[tuple(slice(0, 1) if b else slice(None) for b in bcast)]
+            self.widx = tuple(slice(-1, None) if b else slice(None) for b in bcast)
         self._views = {}
         self._layout(off, sizes, strides)
 

@@ -44,6 +44,12 @@ class Profile:
 
     # ---- filled in by launch_kernel -------------------------------------------------------------
 
+    def start(self) -> None:
+        """Forget any earlier launch: a Profile describes the last launch it was given to."""
+        self._raw = {}
+        self.runs = []
+        self.kernel_cycles = 0
+
     def trace_for(self, job: int):
         """The list the simulator appends this job's raw records to, or None when not traced."""
         if self.selected is not None and job not in self.selected:

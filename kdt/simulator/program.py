@@ -7,6 +7,7 @@ bound, so the per-instruction cost is a few attribute reads, the numpy operation
 No IR field is ever turned into Python source.
 """
 import builtins
+import math
 import time
 
 from ..ir import nodes as ir
@@ -20,6 +21,9 @@ from .memory import FULL, RV, check_bounds, stamp_max, stamp_set
 from .semantics import make_compute, matmul_latency, numel, shape_error, vector_latency
 
 _RESOLVE_CACHE_LIMIT = 4096
+# Broadcasting (stride 0) can make a view of any size; one numpy call on 10**12 elements would ignore the
+# wall-clock limit and the memory. Real kernels stay far below (the largest contest tensor has 2**20).
+MAX_VIEW_ELEMENTS = 1 << 26
 _UNIT_INDEX = {VECTOR: 1, MATRIX: 2}
 
 
@@ -101,6 +105,10 @@ class ViewResolver:
                 raise LaunchTypeError(f"{self.where}: view offsets and sizes must be ints, got "
                                       f"{type(v).__name__} {v!r}")
         off, sizes = int(off), tuple(int(s) for s in sizes)
+        if math.prod(sizes) > MAX_VIEW_ELEMENTS:
+            raise LaunchValueError(f"{self.where}: a view of {math.prod(sizes)} elements (sizes {sizes}) is more "
+                                   f"than the simulator handles ({MAX_VIEW_ELEMENTS}); only broadcast views "
+                                   "can be this large")
         check_bounds(self.st, off, sizes, self.strides, self.where)
         return RV(self.st, off, sizes, self.strides)
 
@@ -130,6 +138,8 @@ class ProgramBuilder:
         return run_block
 
     def stmt(self, s):
+        if time.monotonic() > self.state.deadline:  # a huge (hostile) IR must not outlast the limit
+            raise SimulationTimeout("simulation passed its wall-clock limit while preparing the kernel")
         t = type(s)
         if t is ir.Inst:
             return self.inst(s)

@@ -1,0 +1,809 @@
+"""The KDT-DSL front end (spec §2) and the launch-time checks (§1, §3): every language feature real
+submissions rely on is compiled *and* launched, with its outputs and its cycles (computed by hand from
+§4) asserted. Unless a test says otherwise the machine is one SM with L_mem = 10."""
+import contextlib
+import inspect
+import json
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+import kdt
+from kdt.language import errors as E
+
+SPEC = kdt.TPUSpec(num_sms=1, load_store_latency=10)
+
+
+def one_job(task_args):
+    return 1
+
+
+def two_jobs(task_args):
+    return 2
+
+
+def run(kernel, io, task_args=None, spec=SPEC, profile=None, **kw):
+    compiled = kernel.compile(dict(task_args or {}), io)
+    return kdt.launch_kernel(compiled, io, spec, profile=profile, **kw)
+
+
+def where(fn, needle, nth=0):
+    """(line in the file, 1-based column) of the ``nth`` occurrence of ``needle`` in ``fn``'s source."""
+    fn = getattr(fn, "fn", fn)
+    lines, first = inspect.getsourcelines(fn)
+    hits = [(first + i, line.index(needle) + 1) for i, line in enumerate(lines) if needle in line]
+    return hits[nth]
+
+
+def compile_error(kernel, io=None, task_args=None):
+    with pytest.raises(E.CompilationError) as ei:
+        kernel.compile(dict(task_args or {}), io if io is not None else {})
+    return ei.value
+
+
+def assert_at(exc, fn, needle, nth=0):
+    line, col = where(fn, needle, nth)
+    assert str(exc).startswith(f"Line {line}, Col {col}, "), (str(exc), line, col)
+    assert exc.line == line and exc.col == col
+
+
+# ---- features real submissions rely on ----------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def xor_index(task_args, io_tensors):
+    buf = kdt.alloc_spm((2, 128))
+    for p in range(2):
+        kdt.load(io_tensors['x'][p], buf[p ^ 1])
+    kdt.store(buf, io_tensors['y'])
+
+
+def test_xor_in_tile_indices():
+    x = torch.randn(2, 128)
+    io = {'x': x, 'y': torch.zeros(2, 128)}
+    prof = kdt.Profile()
+    # fill 1; load p=0 1->11; load p=1 2->12; store waits for both loads: 12->22
+    assert run(xor_index, io, profile=prof) == 22
+    assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["load", 2, 12], ["store", 12, 22]]
+    assert torch.equal(io['y'], x.flip(0))
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def matmul_in_place(task_args, io_tensors):
+    a = kdt.alloc_spm((128, 16))
+    b = kdt.alloc_spm((16, 16))
+    kdt.load(io_tensors['x'], a)
+    kdt.load(io_tensors['w'], b)
+    kdt.matmul(a, b, a)
+    kdt.matmul(b, b, out=b)
+    kdt.store(a, io_tensors['y'])
+    kdt.store(b, io_tensors['w2'])
+
+
+def test_matmul_whose_out_is_one_of_its_inputs():
+    x, w = torch.randn(128, 16), torch.randn(16, 16)
+    io = {'x': x, 'w': w, 'y': torch.zeros(128, 16), 'w2': torch.zeros(16, 16)}
+    prof = kdt.Profile()
+    # latency 128*16*128/2048 = 128 for both. loads 1->11, 2->12; matmul a: 12->140;
+    # matmul b waits for the MXM: 140->268; store a: max(next 141, w[a] 140) = 141 -> 151;
+    # store b: 268 -> 278
+    assert run(matmul_in_place, io, profile=prof) == 278
+    assert prof.trace(0)[2:] == [["load", 1, 11], ["load", 2, 12], ["matmul", 12, 140], ["matmul", 140, 268],
+                                 ["store", 141, 151], ["store", 268, 278]]
+    assert torch.allclose(io['y'], x @ w, atol=1e-4, rtol=1e-4)
+    assert torch.allclose(io['w2'], w @ w, atol=1e-4, rtol=1e-4)
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def branch_tiles(task_args, io_tensors):
+    j = kdt.get_job_id()
+    a = kdt.alloc_spm((2, 64))
+    kdt.load(io_tensors['x'], a)
+    second = j == 1
+    if second:
+        t = a[1]
+        kdt.mul(t, t, t)
+    else:
+        t = a[0]
+        kdt.add(t, t, t)
+    kdt.store(a, io_tensors['y'][j])
+
+
+def test_tiles_bound_in_branches_and_bool_variables_as_conditions():
+    x = torch.randn(2, 64)
+    io = {'x': x, 'y': torch.zeros(2, 2, 64)}
+    # per job: fill 1; load 1->11; vector op (64 elements: 1 cycle) 11->12; store 12->22. 2 jobs on 1 SM
+    assert run(branch_tiles, io) == 44
+    assert torch.equal(io['y'][0], torch.stack([x[0] * 2, x[1]]))
+    assert torch.equal(io['y'][1], torch.stack([x[0], x[1] * x[1]]))
+    assert run(branch_tiles, io, spec=kdt.TPUSpec(num_sms=2, load_store_latency=10)) == 22
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def chained_views(task_args, io_tensors):
+    buf = kdt.alloc_spm((2, 4, 128))
+    xs = io_tensors['x']
+    x1 = xs[1]
+    for p in range(2):
+        kdt.load(xs[p][:, 0:64], buf[p][:, 64:128])
+    kdt.load(x1[2:4][:, 64:], buf[0][0:2][:, :64])
+    kdt.store(buf, io_tensors['y'])
+
+
+def test_chained_indexing_and_global_views_in_variables():
+    x = torch.randn(2, 4, 128)
+    io = {'x': x, 'y': torch.full((2, 4, 128), 7.0)}
+    prof = kdt.Profile()
+    # loads 1->11, 2->12, 3->13 (disjoint destinations); the store waits for all: 13->23
+    assert run(chained_views, io, profile=prof) == 23
+    assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["load", 2, 12], ["load", 3, 13], ["store", 13, 23]]
+    y = torch.zeros(2, 4, 128)
+    y[0, :, 64:], y[1, :, 64:] = x[0, :, :64], x[1, :, :64]
+    y[0, 0:2, 0:64] = x[1, 2:4, 64:]
+    assert torch.equal(io['y'], y)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def most_negative_init(task_args, io_tensors):
+    m = kdt.alloc_spm((4,), init_value=-3.4e38)
+    a = kdt.alloc_spm((4, 32))
+    mt = kdt.alloc_spm((4,))
+    kdt.store(m, io_tensors['y'][0])
+    kdt.load(io_tensors['x'], a)
+    kdt.reduce(a, 1, 'max', mt)
+    kdt.max(m, mt, m)
+    kdt.store(m, io_tensors['y'][1])
+
+
+def test_init_value_minus_3_4e38():
+    x = torch.randn(4, 32) - 1e30
+    io = {'x': x, 'y': torch.zeros(2, 4)}
+    # store(m) 1->11; load 2->12; reduce 12->13; max waits for mt: 13->14; store 14->24
+    assert run(most_negative_init, io) == 24
+    assert torch.equal(io['y'][0], torch.full((4,), -3.4e38, dtype=torch.float32))
+    assert torch.equal(io['y'][1], x.max(1).values)
+
+
+def max_jobs(task_args):
+    return max(task_args['a'], task_args['b'], 1)
+
+
+@kdt.kernel(num_jobs_calculator=max_jobs)
+def accumulate_positional(task_args, io_tensors):
+    j = kdt.get_job_id()
+    a = kdt.alloc_spm((2, 16))
+    b = kdt.alloc_spm((16, 8))
+    c = kdt.alloc_spm((2, 8))
+    kdt.load(io_tensors['x'], a)
+    kdt.load(io_tensors['w'], b)
+    kdt.matmul(a, b, c)
+    kdt.matmul(a, b, c, True)
+    kdt.matmul(a, b, c, j == 1)
+    kdt.store(c, io_tensors['y'][j])
+
+
+def test_positional_accumulate_and_max_in_num_jobs_calculator():
+    x, w = torch.randn(2, 16), torch.randn(16, 8)
+    io = {'x': x, 'w': w, 'y': torch.zeros(2, 2, 8)}
+    # matmul latency pad(2,128)*pad(16,16)*pad(8,128)/2048 = 128; loads 1->11, 2->12;
+    # matmuls 12->140, 140->268, 268->396; store 396->406. Two jobs (max(2, 1)) on two SMs.
+    spec = kdt.TPUSpec(num_sms=2, load_store_latency=10)
+    assert run(accumulate_positional, io, {'a': 2, 'b': 1}, spec=spec) == 406
+    # job 0: x@w, 2 x@w, then accumulate=False (j == 1 is false) overwrites with x@w; job 1: 3 x@w
+    assert torch.allclose(io['y'][0], x @ w, atol=1e-5)
+    assert torch.allclose(io['y'][1], 3 * (x @ w), atol=1e-5)
+    assert accumulate_positional.compile({'a': 1, 'b': 2}, io).num_jobs == 2
+    assert accumulate_positional.compile({'a': 0, 'b': -4}, io).num_jobs == 1
+
+
+def test_num_jobs_calculator_must_return_a_positive_int():
+    for bad in (lambda t: 0, lambda t: -1, lambda t: 2.0, lambda t: True, lambda t: None, lambda t: "2"):
+        k = kdt.kernel(num_jobs_calculator=bad)(xor_index.fn)
+        with pytest.raises(E.CompilationError, match="positive int"):
+            k.compile({}, {'x': torch.zeros(2, 128), 'y': torch.zeros(2, 128)})
+
+    def broken(task_args):
+        return task_args['missing']
+    k = kdt.kernel(num_jobs_calculator=broken)(xor_index.fn)
+    with pytest.raises(E.CompilationError, match="KeyError"):
+        k.compile({}, {'x': torch.zeros(2, 128), 'y': torch.zeros(2, 128)})
+
+
+# ---- views -----------------------------------------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def transpose_spellings(task_args, io_tensors):
+    a = kdt.alloc_spm((4, 8))
+    kdt.load(io_tensors['x'], a)
+    kdt.store(kdt.transpose(a, dim0=0, dim1=1), io_tensors['t1'])
+    kdt.store(kdt.transpose(a, dim1=1, dim2=0), io_tensors['t2'])
+    kdt.store(kdt.transpose(a, 1, 0), io_tensors['t3'])
+
+
+def test_transpose_accepts_both_keyword_spellings():
+    x = torch.randn(4, 8)
+    io = {'x': x, 't1': torch.zeros(8, 4), 't2': torch.zeros(8, 4), 't3': torch.zeros(8, 4)}
+    # load 1->11; stores 11->21, 12->22, 13->23
+    assert run(transpose_spellings, io) == 23
+    for k in ('t1', 't2', 't3'):
+        assert torch.equal(io[k], x.T)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def view_functions(task_args, io_tensors):
+    a = kdt.alloc_spm((4, 8))
+    r = kdt.alloc_spm((8,))
+    o = kdt.alloc_spm((4, 8))
+    c = kdt.alloc_spm((4,))
+    o2 = kdt.alloc_spm((4, 8))
+    o3 = kdt.alloc_spm((4, 8))
+    kdt.load(io_tensors['x'], a)
+    kdt.copy(kdt.squeeze(kdt.slice(a, 0, 1, 2), 0), r)
+    kdt.add(a, kdt.broadcast_to(kdt.unsqueeze(r, 0), 0, 4), o)
+    kdt.store(o, io_tensors['y1'])
+    kdt.reduce(a, 1, 'sum', c)
+    kdt.sub(a, kdt.broadcast_to(kdt.unsqueeze(c, dim=1), dim=1, new_size=8), o2)
+    kdt.store(o2, io_tensors['y2'])
+    kdt.copy(kdt.slice(a, 1, 2, 6), kdt.slice(x=o3, dim=1, start=0, end=4))
+    kdt.store(o3, io_tensors['y3'])
+
+
+def test_slice_squeeze_unsqueeze_broadcast_to():
+    x = torch.randn(4, 8)
+    io = {'x': x, 'y1': torch.zeros(4, 8), 'y2': torch.zeros(4, 8), 'y3': torch.zeros(4, 8)}
+    prof = kdt.Profile()
+    # load 1->11; copy (free) waits for a: 11->11 and leaves next_issue at 2; add 11->12; store 12->22;
+    # reduce 13->14; sub 14->15; store 15->25; copy 16->16; store 16->26
+    assert run(view_functions, io, profile=prof) == 26
+    assert prof.trace(0)[6:] == [["load", 1, 11], ["copy", 11, 11], ["add", 11, 12], ["store", 12, 22],
+                                 ["reduce", 13, 14], ["sub", 14, 15], ["store", 15, 25], ["copy", 16, 16],
+                                 ["store", 16, 26]]
+    assert torch.allclose(io['y1'], x + x[1])
+    assert torch.allclose(io['y2'], x - x.sum(1, keepdim=True), atol=1e-6)
+    y3 = torch.zeros(4, 8)
+    y3[:, 0:4] = x[:, 2:6]
+    assert torch.equal(io['y3'], y3)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def broadcast_non_one(task_args, io_tensors):
+    a = kdt.alloc_spm((4, 8))
+    b = kdt.broadcast_to(a, 0, 8)
+    kdt.store(b, io_tensors['y'])
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def squeeze_non_one(task_args, io_tensors):
+    a = kdt.alloc_spm((4, 8))
+    kdt.store(kdt.squeeze(a, 1), io_tensors['y'])
+
+
+def test_broadcast_to_a_dimension_of_constant_size_other_than_1_is_a_compile_error():
+    exc = compile_error(broadcast_non_one, {'y': torch.zeros(8, 8)})
+    assert isinstance(exc, E.ShapeError)
+    assert_at(exc, broadcast_non_one, "kdt.broadcast_to(")
+    assert isinstance(compile_error(squeeze_non_one, {'y': torch.zeros(4)}), E.ShapeError)
+
+
+def _bad_dim(name, body):
+    src = textwrap.dedent(f"""\
+        import kdt
+
+        def one_job(task_args):
+            return 1
+
+        @kdt.kernel(num_jobs_calculator=one_job)
+        def {name}(task_args, io_tensors):
+            a = kdt.alloc_spm((4, 8))
+            c = kdt.alloc_spm((8,))
+            {body}
+        """)
+    return src
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("kdt.store(kdt.transpose(a, 0, 2), io_tensors['y'])", "2)"),
+    ("kdt.store(kdt.transpose(a, dim1=-1, dim2=0), io_tensors['y'])", "-1"),
+    ("kdt.reduce(a, 2, 'sum', c)", "2,"),
+    ("kdt.store(kdt.squeeze(c, 1), io_tensors['y'])", "1)"),
+    ("kdt.store(kdt.unsqueeze(a, 3), io_tensors['y'])", "3)"),
+    ("kdt.store(kdt.slice(a, 2, 0, 1), io_tensors['y'])", "2, 0"),
+    ("kdt.store(kdt.broadcast_to(c, 1, 4), io_tensors['y'])", "1, 4"),
+    ("kdt.store(a[0, 0, 0], io_tensors['y'])", "0]"),
+])
+def test_dimension_arguments_out_of_range_are_compile_index_errors(tmp_path, body, needle):
+    path = tmp_path / "bad_dim_kernel.py"
+    path.write_text(_bad_dim("k", body))
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bad_dim_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    exc = compile_error(mod.k, {'y': torch.zeros(4, 8)})
+    assert isinstance(exc, E.IndexError), repr(exc)
+    assert isinstance(exc, IndexError)  # the builtin is in the MRO too
+    line_no = 10
+    line = path.read_text().splitlines()[line_no - 1]
+    assert str(exc).startswith(f"Line {line_no}, Col "), str(exc)
+    assert exc.col == line.index(needle, line.index("(")) + 1, (exc.col, line)
+
+
+# ---- scopes ----------------------------------------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def shadowing(task_args, io_tensors):
+    off = 1
+    t = kdt.alloc_spm((16,))
+    for i in range(2):
+        off = i + 2
+        kdt.load(io_tensors['x'][off], t)
+        kdt.store(t, io_tensors['y'][i])
+    if off == 1:
+        off = 0
+        t = io_tensors['y'][2]
+        kdt.load(io_tensors['x'][off], t)
+    kdt.load(io_tensors['x'][off], t)
+    kdt.store(t, io_tensors['y'][3])
+
+
+def test_inner_assignment_shadows_and_vanishes(monkeypatch):
+    monkeypatch.delenv("KDT_ENABLE_VARIABLE_SHADOWING", raising=False)
+    x = torch.randn(4, 16)
+    io = {'x': x, 'y': torch.zeros(4, 16)}
+    prof = kdt.Profile()
+    # load 1->11, store 11->21, load (waits for the store's read of t) 21->31, store 31->41;
+    # in the if: load x[0] straight into y[2]: 32->42; then load x[1] into t: 41->51; store 51->61
+    assert run(shadowing, io, profile=prof) == 61
+    assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["store", 11, 21], ["load", 21, 31],
+                             ["store", 31, 41], ["load", 32, 42], ["load", 41, 51], ["store", 51, 61]]
+    assert torch.equal(io['y'], torch.stack([x[2], x[3], x[0], x[1]]))
+    monkeypatch.setenv("KDT_ENABLE_VARIABLE_SHADOWING", "1")
+    assert run(shadowing, io) == 61
+
+
+@pytest.mark.parametrize("value", ["0", " 0 "])
+def test_shadowing_can_be_disabled(monkeypatch, value):
+    monkeypatch.setenv("KDT_ENABLE_VARIABLE_SHADOWING", value)
+    exc = compile_error(shadowing, {'x': torch.zeros(4, 16), 'y': torch.zeros(4, 16)})
+    assert isinstance(exc, E.SymbolError)
+    assert_at(exc, shadowing, "off = i + 2")
+    assert "KDT_ENABLE_VARIABLE_SHADOWING" in str(exc)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def loop_variable_shadows(task_args, io_tensors):
+    i = 5
+    t = kdt.alloc_spm((16,))
+    for i in range(2):
+        kdt.load(io_tensors['x'][i], t)
+    kdt.store(t, io_tensors['y'][i - 5])
+
+
+def test_loop_variable_shadowing(monkeypatch):
+    io = {'x': torch.randn(4, 16), 'y': torch.zeros(4, 16)}
+    monkeypatch.delenv("KDT_ENABLE_VARIABLE_SHADOWING", raising=False)
+    # fill 1; load 1->11; the second load writes t again and waits for w[t]: 11->21; store 21->31
+    assert run(loop_variable_shadows, io) == 31
+    assert torch.equal(io['y'][0], io['x'][1])
+    monkeypatch.setenv("KDT_ENABLE_VARIABLE_SHADOWING", "0")
+    exc = compile_error(loop_variable_shadows, io)
+    assert isinstance(exc, E.SymbolError)
+    assert_at(exc, loop_variable_shadows, "i in range")
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def redefine_same_scope(task_args, io_tensors):
+    t = kdt.alloc_spm((16,))
+    for i in range(2):
+        u = i
+        u = i + 1
+        kdt.load(io_tensors['x'][u], t)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def inner_name_outside(task_args, io_tensors):
+    t = kdt.alloc_spm((16,))
+    for i in range(2):
+        inner = i
+    kdt.load(io_tensors['x'][inner], t)
+
+
+def test_same_scope_redefinition_and_vanished_names_are_symbol_errors():
+    io = {'x': torch.zeros(4, 16)}
+    exc = compile_error(redefine_same_scope, io)
+    assert isinstance(exc, E.SymbolError)
+    assert_at(exc, redefine_same_scope, "u = i + 1")
+    exc = compile_error(inner_name_outside, io)
+    assert isinstance(exc, E.SymbolError) and isinstance(exc, NameError)
+    assert_at(exc, inner_name_outside, "inner]")
+
+
+# ---- scalars and control flow --------------------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def chained_comparison(task_args, io_tensors):
+    j = kdt.get_job_id()
+    t = kdt.alloc_spm((16,))
+    if 0 < j < 2:
+        kdt.load(io_tensors['x'][j], t)
+
+
+def test_chained_comparison_is_unsupported():
+    exc = compile_error(chained_comparison, {'x': torch.zeros(4, 16)})
+    assert isinstance(exc, E.UnsupportedFeatureError)
+    assert_at(exc, chained_comparison, "0 < j < 2")
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def conditional_expression(task_args, io_tensors):
+    j = kdt.get_job_id()
+    row = 1 if j == 0 else task_args['n'] - 3
+    t = kdt.alloc_spm((16,))
+    kdt.load(io_tensors['x'][row], t)
+    kdt.store(t, io_tensors['y'][j])
+
+
+def test_conditional_expression():
+    x = torch.randn(4, 16)
+    io = {'x': x, 'y': torch.zeros(2, 16)}
+    # per job: fill 1, load 1->11, store 11->21; 2 jobs on 2 SMs
+    assert run(conditional_expression, io, {'n': 6}, spec=kdt.TPUSpec(2, 10)) == 21
+    assert torch.equal(io['y'], torch.stack([x[1], x[3]]))
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def if_on_int_constant(task_args, io_tensors):
+    n = task_args['n']
+    t = kdt.alloc_spm((16,))
+    if n % 3:
+        kdt.load(io_tensors['x'][0], t)
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def if_on_int_runtime(task_args, io_tensors):
+    j = kdt.get_job_id()
+    t = kdt.alloc_spm((16,))
+    if j % 3:
+        kdt.load(io_tensors['x'][0], t)
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def if_on_comparison(task_args, io_tensors):
+    n = task_args['n']
+    j = kdt.get_job_id()
+    t = kdt.alloc_spm((16,))
+    if n % 3 != 0:
+        kdt.load(io_tensors['x'][j], t)
+        kdt.store(t, io_tensors['y'][j])
+    elif j == 1:
+        kdt.store(t, io_tensors['y'][j])
+
+
+def test_if_needs_a_bool_at_launch():
+    io = {'x': torch.randn(4, 16), 'y': torch.zeros(2, 16)}
+    for k in (if_on_int_constant, if_on_int_runtime):
+        c = k.compile({'n': 4}, {'x': io['x']})  # compiles fine: conditions are run-time values
+        with pytest.raises(TypeError) as ei:
+            kdt.launch_kernel(c, {'x': io['x']}, SPEC)
+        assert not isinstance(ei.value, E.CompilationError)
+        assert f"Line {where(k, 'if ')[0]}" in str(ei.value)
+    # n % 3 != 0 is a bool: per job fill 1, load 1->11, store 11->21
+    assert run(if_on_comparison, io, {'n': 4}) == 42
+    assert torch.equal(io['y'], io['x'][:2])
+    io['y'].zero_()
+    # n = 3: only job 1 stores its (zero) tile: job 0 = 1 cycle (the fill), job 1: store 1->11
+    assert run(if_on_comparison, io, {'n': 3}) == 12
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def float_range(task_args, io_tensors):
+    n = task_args['n']
+    t = kdt.alloc_spm((16,))
+    for i in range(n / 2):
+        kdt.load(io_tensors['x'][i], t)
+
+
+def test_range_bounds_must_be_ints_at_launch():
+    io = {'x': torch.randn(4, 16)}
+    c = float_range.compile({'n': 4}, io)
+    with pytest.raises(TypeError) as ei:
+        kdt.launch_kernel(c, io, SPEC)
+    assert f"Line {where(float_range, 'for i')[0]}" in str(ei.value)
+
+
+@pytest.mark.parametrize("value", [2.0, True, "2", None, torch.tensor(2)])
+def test_task_args_must_be_ints(value):
+    with pytest.raises(E.ConstantRequiredError):
+        if_on_comparison.compile({'n': value}, {'x': torch.zeros(4, 16), 'y': torch.zeros(2, 16)})
+    with pytest.raises(E.ConstantRequiredError):
+        if_on_comparison.compile([('n', 3)], {'x': torch.zeros(4, 16), 'y': torch.zeros(2, 16)})
+
+
+@pytest.mark.parametrize("tensor", [torch.zeros(4, 16, dtype=torch.float64), torch.zeros(4, 16, dtype=torch.float16),
+                                    torch.zeros(4, 16, dtype=torch.int32), torch.zeros(4, 16, dtype=torch.bfloat16),
+                                    torch.zeros(4, 16).numpy(), [[0.0] * 16] * 4])
+def test_io_tensors_must_be_float32_or_bool(tensor):
+    with pytest.raises(E.TypeError) as ei:
+        if_on_comparison.compile({'n': 4}, {'x': tensor, 'y': torch.zeros(2, 16)})
+    assert isinstance(ei.value, TypeError) and "io_tensors['x']" in str(ei.value)
+    # bool is fine
+    assert if_on_comparison.compile({'n': 4}, {'x': torch.zeros(4, 16, dtype=torch.bool), 'y': torch.zeros(2, 16)})
+
+
+def test_calling_a_kernel_or_an_instruction_outside_a_kernel_is_a_semantic_error():
+    with pytest.raises(E.SemanticError):
+        xor_index({}, {})
+    with pytest.raises(E.SemanticError):
+        kdt.add(torch.zeros(2), torch.zeros(2), torch.zeros(2))
+    for name in ("load", "store", "alloc_spm", "get_job_id", "transpose", "print", "matmul"):
+        with pytest.raises(E.SemanticError, match=f"kdt.{name}"):
+            getattr(kdt, name)()
+
+
+# ---- error locations -----------------------------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def undefined_name(task_args, io_tensors):
+    t = kdt.alloc_spm((16,))
+    kdt.load(io_tensors['x'], nope)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def alloc_in_loop(task_args, io_tensors):
+    for i in range(2):
+        t = kdt.alloc_spm((16,))
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def range_with_step(task_args, io_tensors):
+    t = kdt.alloc_spm((16,))
+    for i in range(0, 4, 2):
+        kdt.load(io_tensors['x'][i], t)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def builtin_call(task_args, io_tensors):
+    t = kdt.alloc_spm((16,))
+    kdt.load(io_tensors['x'][min(1, 2)], t)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def unknown_instruction(task_args, io_tensors):
+    t = kdt.alloc_spm((16,))
+    kdt.conv2d(t, t)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def nonconstant_alloc(task_args, io_tensors):
+    j = kdt.get_job_id()
+    t = kdt.alloc_spm((j + 1, 16))
+
+
+@pytest.mark.parametrize("kernel, needle, cls", [
+    (undefined_name, "nope", E.SymbolError),
+    (alloc_in_loop, "kdt.alloc_spm", E.SemanticError),
+    (range_with_step, "range(0, 4, 2)", E.UnsupportedFeatureError),
+    (builtin_call, "min(1, 2)", E.UnsupportedFeatureError),
+    (unknown_instruction, "kdt.conv2d", E.SyntaxError),
+    (nonconstant_alloc, "j + 1", E.ConstantRequiredError),
+])
+def test_compile_errors_start_with_line_and_column_in_the_file(kernel, needle, cls):
+    exc = compile_error(kernel, {'x': torch.zeros(4, 16)})
+    assert type(exc) is cls, repr(exc)
+    assert_at(exc, kernel, needle)
+
+
+def test_error_columns_of_an_indented_kernel():
+    class Holder:
+        @kdt.kernel(num_jobs_calculator=one_job)
+        def nested(task_args, io_tensors):
+            t = kdt.alloc_spm((16,))
+            kdt.load(io_tensors['x'], undefined_tile)
+
+    exc = compile_error(Holder.nested, {'x': torch.zeros(16)})
+    assert isinstance(exc, E.SymbolError)
+    assert_at(exc, Holder.nested, "undefined_tile")
+
+
+# ---- launch-time checks -----------------------------------------------------------------------------
+
+
+def test_launch_checks_the_io_tensors_against_the_compiled_kernel():
+    io = {'x': torch.randn(2, 128), 'y': torch.zeros(2, 128)}
+    c = xor_index.compile({}, io)
+    bad = [
+        {'x': io['x']},                                                    # missing
+        {'x': io['x'], 'y': io['y'], 'z': torch.zeros(1)},                 # extra
+        {'x': io['x'], 'yy': io['y']},                                     # renamed
+        {'x': io['x'], 'y': torch.zeros(2, 129)},                          # shape
+        {'x': io['x'], 'y': torch.zeros(256)},                             # same numel, other shape
+        {'x': io['x'], 'y': torch.zeros(2, 128, dtype=torch.bool)},        # dtype
+        {'x': io['x'], 'y': torch.zeros(2, 128, dtype=torch.float64)},     # dtype
+        {'x': io['x'], 'y': io['y'].numpy()},                              # not a tensor
+    ]
+    for b in bad:
+        with pytest.raises(ValueError) as ei:
+            kdt.launch_kernel(c, b, SPEC)
+        assert not isinstance(ei.value, kdt.IRFormatError)
+    with pytest.raises(ValueError):
+        kdt.launch_kernel(c, [io['x'], io['y']], SPEC)
+    with pytest.raises(TypeError):
+        kdt.launch_kernel(xor_index, io, SPEC)
+    with pytest.raises(TypeError):
+        kdt.launch_kernel(c, io, {'num_sms': 1})
+    assert torch.equal(io['y'], torch.zeros(2, 128))  # nothing ran
+    assert kdt.launch_kernel(c, io, SPEC) == 22
+
+
+def test_outputs_are_written_in_place_even_into_non_contiguous_tensors():
+    x = torch.randn(2, 128)
+    y = torch.zeros(128, 2).T  # a non-contiguous (2, 128) view
+    assert kdt.launch_kernel(xor_index.compile({}, {'x': x, 'y': y}), {'x': x, 'y': y}, SPEC) == 22
+    assert torch.equal(y, x.flip(0))
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def negative_index(task_args, io_tensors):
+    j = kdt.get_job_id()
+    t = kdt.alloc_spm((16,))
+    kdt.load(io_tensors['x'][j - 1], t)
+    kdt.store(t, io_tensors['y'][j])
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def negative_constant_index(task_args, io_tensors):
+    t = kdt.alloc_spm((16,))
+    kdt.load(io_tensors['x'][-1], t)
+
+
+def test_negative_indices_are_not_wrapped_and_fail_at_launch():
+    io = {'x': torch.randn(4, 16), 'y': torch.zeros(2, 16)}
+    for k in (negative_index, negative_constant_index):
+        c = k.compile({}, io if k is negative_index else {'x': io['x']})
+        with pytest.raises(IndexError) as ei:
+            kdt.launch_kernel(c, io if k is negative_index else {'x': io['x']}, SPEC)
+        assert f"Line {where(k, 'kdt.load')[0]}, kdt.load" in str(ei.value)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def broadcast_output_2d(task_args, io_tensors):
+    src = kdt.alloc_spm((4, 8))
+    dst = kdt.alloc_spm((1, 8))
+    kdt.load(io_tensors['x'], src)
+    kdt.copy(src, kdt.broadcast_to(dst, 0, 4))
+    kdt.store(dst, io_tensors['y'])
+    kdt.add(src, src, kdt.broadcast_to(dst, 0, 4))
+    kdt.store(dst, io_tensors['z'])
+
+
+def test_writing_through_a_broadcast_view_is_last_write_wins():
+    x = torch.randn(4, 8)
+    io = {'x': x, 'y': torch.zeros(1, 8), 'z': torch.zeros(1, 8)}
+    # load 1->11; copy 11->11; store 11->21; the add writes dst, which the store reads until 21:
+    # 21->22 (32 elements); store 22->32
+    prof = kdt.Profile()
+    assert run(broadcast_output_2d, io, profile=prof) == 32
+    assert prof.trace(0)[2:] == [["load", 1, 11], ["copy", 11, 11], ["store", 11, 21], ["add", 21, 22],
+                                 ["store", 22, 32]]
+    assert torch.equal(io['y'][0], x[3])
+    assert torch.equal(io['z'][0], x[3] * 2)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def broadcast_output_1d(task_args, io_tensors):
+    src = kdt.alloc_spm((4,))
+    dst = kdt.alloc_spm((1,))
+    kdt.load(io_tensors['x'], src)
+    kdt.copy(src, kdt.broadcast_to(dst, 0, 4))
+    kdt.store(dst, io_tensors['y'])
+    kdt.fill(kdt.broadcast_to(dst, 0, 3), 5.0)
+    kdt.store(dst, io_tensors['z'])
+
+
+def test_writing_through_a_1d_broadcast_view_is_last_write_wins():
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    io = {'x': x, 'y': torch.zeros(1), 'z': torch.zeros(1)}
+    # load 1->11; copy 11->11; store 11->21; fill waits for the store's read: 21->21; store 21->31
+    assert run(broadcast_output_1d, io) == 31
+    assert io['y'].tolist() == [4.0] and io['z'].tolist() == [5.0]
+
+
+# ---- print -----------------------------------------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def printing(task_args, io_tensors):
+    j = kdt.get_job_id()
+    t = kdt.alloc_spm((3,))
+    kdt.load(io_tensors['x'][j], t)
+    kdt.print(t, "tile")
+    kdt.print(j * 2 + 1, "scalar")
+    kdt.print(t, msg="only0", print_only_if_job0=True)
+    kdt.print(j, "only0 scalar", True)
+    kdt.print(j / 4)
+
+
+def test_print_of_scalars_and_tiles(capsys):
+    io = {'x': torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]])}
+    prof = kdt.Profile()
+    # per job: fill 1, load 1->11, the tile prints (free) 11->11: 11 cycles each, 1 SM
+    assert run(printing, io, profile=prof) == 22
+    assert capsys.readouterr().out.splitlines() == [
+        "[Job 0] tile: tensor([1., 2., 3.])", "[Job 0] scalar: 1", "[Job 0] only0: tensor([1., 2., 3.])",
+        "[Job 0] only0 scalar: 0", "[Job 0] : 0.0",
+        "[Job 1] tile: tensor([4.0000, 5.0000, 6.5000])", "[Job 1] scalar: 3", "[Job 1] : 0.25"]
+    assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11], ["print", 11, 11]]
+    assert prof.trace(1) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11]]
+
+
+def test_print_file_receives_the_output(capsys):
+    import io as _io
+    buf = _io.StringIO()
+    io = {'x': torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])}
+    assert run(printing, io, print_file=buf) == 22
+    assert capsys.readouterr().out == ""
+    assert buf.getvalue().count("\n") == 8
+
+
+# ---- hostile but valid kernels: the wall-clock limit must hold ---------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def reduce_huge_broadcast(task_args, io_tensors):
+    t = kdt.alloc_spm((1,))
+    kdt.reduce(kdt.broadcast_to(t, 0, task_args['n']), 0, 'sum', t[0])
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def add_into_huge_broadcast(task_args, io_tensors):
+    t = kdt.alloc_spm((1, 1))
+    b = kdt.broadcast_to(kdt.broadcast_to(t, 0, 100000), 1, 100000)
+    kdt.add(b, b, b)
+
+
+def test_a_broadcast_reduce_of_moderate_size_runs():
+    assert run(reduce_huge_broadcast, {}, {'n': 1000}) == 9  # issue 1 + ceil(1000 / 128) on the VXM
+
+
+def test_a_huge_broadcast_reduce_is_stopped():
+    c = reduce_huge_broadcast.compile({'n': 3_000_000_000}, {})
+    t = time.monotonic()
+    with pytest.raises((TimeoutError, kdt.simulator.errors.LaunchError)):
+        kdt.launch_kernel(c, {}, SPEC, timeout=0.2)
+    assert time.monotonic() - t < 1.0
+
+
+@contextlib.contextmanager
+def address_space_limit(extra_bytes):
+    """Lower this process's soft RLIMIT_AS to its current size plus ``extra_bytes`` (restored after)."""
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm + extra_bytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def test_a_huge_broadcast_output_is_a_launch_error():
+    c = add_into_huge_broadcast.compile({}, {})
+    with address_space_limit(1 << 30):
+        try:
+            kdt.launch_kernel(c, {}, SPEC, timeout=0.5)
+        except MemoryError as exc:
+            raised = exc
+        except Exception as exc:  # noqa: BLE001 - classified below
+            raised = exc
+        else:
+            raised = None
+    assert isinstance(raised, (kdt.simulator.errors.LaunchError, TimeoutError)), repr(raised)

@@ -1,0 +1,198 @@
+"""kdt.Profile: per-instruction traces, job placement, the utilisation summary and the Perfetto export."""
+import inspect
+import json
+
+import pytest
+import torch
+
+import kdt
+from conformance import load_case
+from kdt.simulator.profile import JobRun, TraceEntry
+
+
+def lines_of(fn, *needles):
+    """File line numbers of the first source line of ``fn`` containing each needle."""
+    fn = getattr(fn, "fn", fn)
+    src, first = inspect.getsourcelines(fn)
+    out = []
+    for needle in needles:
+        out.append(next(first + i for i, line in enumerate(src) if needle in line))
+    return out
+
+
+def all_lines(fn, needle):
+    """File line numbers of every source line of ``fn`` containing ``needle``."""
+    fn = getattr(fn, "fn", fn)
+    src, first = inspect.getsourcelines(fn)
+    return [first + i for i, line in enumerate(src) if needle in line]
+
+
+def run_c04(profile):
+    m = load_case("c04_isu_waits_for_busy_unit")
+    io = m.make_io(torch.Generator().manual_seed(1234))
+    cycles = kdt.launch_kernel(m.kernel.compile(dict(m.TASK_ARGS), io), io, kdt.TPUSpec(**m.TPU), profile=profile)
+    return m, cycles
+
+
+def test_trace_entries_carry_op_cycles_unit_and_the_source_line():
+    prof = kdt.Profile()
+    m, cycles = run_c04(prof)
+    assert cycles == 2114
+    allocs = lines_of(m.kernel, "big = ", "big2 = ", "small = ", "small2 = ", "m1 = ", "m2 = ", "m3 = ", "m4 = ")
+    exp_, add, store = lines_of(m.kernel, "kdt.exp(", "kdt.add(", "kdt.store(")
+    load1, load2 = all_lines(m.kernel, "kdt.load(")
+    mm1, mm2 = all_lines(m.kernel, "kdt.matmul(")
+    assert prof.traces == {0: [TraceEntry("fill", 1, 1, "FREE", line) for line in allocs] + [
+        TraceEntry("exp", 1, 65, "VXM", exp_),
+        TraceEntry("load", 2, 32, "MEM", load1),
+        TraceEntry("add", 65, 66, "VXM", add),
+        TraceEntry("matmul", 66, 1090, "MXM", mm1),
+        TraceEntry("matmul", 1090, 2114, "MXM", mm2),
+        TraceEntry("load", 1091, 1121, "MEM", load2),
+        TraceEntry("store", 1092, 1122, "MEM", store),
+    ]}
+    assert load2 == load1 + 4 and mm2 == mm1 + 1  # as in the case file
+    entry = prof.traces[0][8]
+    assert (entry.op, entry.issue, entry.finish, entry.unit, entry.line) == ("exp", 1, 65, "VXM", exp_)
+    assert prof.trace(0)[8:] == [["exp", 1, 65], ["load", 2, 32], ["add", 65, 66], ["matmul", 66, 1090],
+                                 ["matmul", 1090, 2114], ["load", 1091, 1121], ["store", 1092, 1122]]
+    assert prof.runs == [JobRun(0, 0, 0, 2114)]
+    assert prof.kernel_cycles == 2114 and prof.num_sms == 1
+
+
+def test_summary_of_c04():
+    prof = kdt.Profile()
+    run_c04(prof)
+    s = prof.summary()
+    # VXM: exp 64 + add 1; MXM: 1024 + 1024; MEM: union of [2,32], [1091,1121], [1092,1122] = 30 + 31;
+    # ISU: exp, load, add, matmul, matmul, load, store
+    busy = {"VXM": 65, "MXM": 2048, "MEM": 61, "ISU": 7}
+    assert s["busy_cycles"] == busy
+    assert s["instructions"] == {"MEM": 3, "VXM": 2, "MXM": 2, "FREE": 8}
+    assert s["kernel_cycles"] == 2114 and s["num_sms"] == 1 and s["jobs"] == 1 and s["traced_jobs"] == 1
+    # one job on one SM: busy / (kernel_cycles * num_sms)
+    assert s["utilisation"] == pytest.approx({u: b / 2114 for u, b in busy.items()})
+    assert s["bottleneck"] == "MXM"
+    assert s["kernel"] == "kernel"
+
+
+def one_job(task_args):
+    return 1
+
+
+def n_jobs(task_args):
+    return task_args['n']
+
+
+@kdt.kernel(num_jobs_calculator=n_jobs)
+def memory_bound(task_args, io_tensors):
+    j = kdt.get_job_id()
+    a = kdt.alloc_spm((256,))
+    b = kdt.alloc_spm((256,))
+    kdt.load(io_tensors['x'][j], a)
+    kdt.load(io_tensors['x'][j], b)
+    kdt.add(a, b, a)
+    kdt.store(a, io_tensors['y'][j])
+    if j == 0:
+        kdt.store(b, io_tensors['z'])
+
+
+def test_summary_over_several_jobs_and_sms():
+    io = {'x': torch.randn(3, 256), 'y': torch.zeros(3, 256), 'z': torch.zeros(256)}
+    prof = kdt.Profile()
+    c = memory_bound.compile({'n': 3}, io)
+    # each job: loads 1->11, 2->12; add (2 cycles) 12->14; store 14->24; job 0 also stores b: 15->25
+    cycles = kdt.launch_kernel(c, io, kdt.TPUSpec(num_sms=2, load_store_latency=10), profile=prof)
+    assert [r.cycles for r in prof.runs] == [25, 24, 24]
+    assert prof.runs == [JobRun(0, 0, 0, 25), JobRun(1, 1, 0, 24), JobRun(2, 1, 24, 24)]
+    assert cycles == 48
+    s = prof.summary()
+    # MEM per job: union of [1,11], [2,12], [14,24] (+ [15,25] for job 0) = 11 + 10 (+ 1) -> 22 + 21 + 21
+    assert s["busy_cycles"] == {"VXM": 6, "MXM": 0, "MEM": 64, "ISU": 13}
+    assert s["instructions"] == {"MEM": 10, "VXM": 3, "MXM": 0, "FREE": 6}
+    assert s["jobs"] == 3 and s["traced_jobs"] == 3
+    assert s["kernel_utilisation"] == pytest.approx({"VXM": 6 / 96, "MXM": 0.0, "MEM": 64 / 96, "ISU": 13 / 96})
+    assert s["utilisation"] == pytest.approx({"VXM": 6 / 73, "MXM": 0.0, "MEM": 64 / 73, "ISU": 13 / 73})
+    assert s["bottleneck"] == "ISU"  # memory is not a unit that anything waits for
+
+
+def test_profile_of_selected_jobs_only():
+    io = {'x': torch.randn(3, 256), 'y': torch.zeros(3, 256), 'z': torch.zeros(256)}
+    c = memory_bound.compile({'n': 3}, io)
+    prof = kdt.Profile(jobs=[1])
+    assert kdt.launch_kernel(c, io, kdt.TPUSpec(num_sms=2, load_store_latency=10), profile=prof) == 48
+    assert set(prof.traces) == {1}
+    assert prof.trace(0) == [] and prof.trace(2) == []
+    assert prof.trace(1) == [["fill", 1, 1], ["fill", 1, 1], ["load", 1, 11], ["load", 2, 12], ["add", 12, 14],
+                             ["store", 14, 24]]
+    assert len(prof.runs) == 3  # the placement is always complete
+    s = prof.summary()
+    assert s["traced_jobs"] == 1 and s["jobs"] == 3
+    assert s["busy_cycles"] == {"VXM": 2, "MXM": 0, "MEM": 21, "ISU": 4}
+    assert s["kernel_utilisation"] is None  # only meaningful when every job is traced
+    assert s["utilisation"] == pytest.approx({"VXM": 2 / 24, "MXM": 0.0, "MEM": 21 / 24, "ISU": 4 / 24})
+    prof = kdt.Profile(jobs=range(0, 3, 2))
+    kdt.launch_kernel(c, io, kdt.TPUSpec(num_sms=2, load_store_latency=10), profile=prof)
+    assert set(prof.traces) == {0, 2}
+    prof = kdt.Profile(jobs=[])
+    kdt.launch_kernel(c, io, kdt.TPUSpec(num_sms=2, load_store_latency=10), profile=prof)
+    assert prof.traces == {} and len(prof.runs) == 3
+
+
+def test_perfetto_export(tmp_path):
+    io = {'x': torch.randn(3, 256), 'y': torch.zeros(3, 256), 'z': torch.zeros(256)}
+    c = memory_bound.compile({'n': 3}, io)
+    prof = kdt.Profile()
+    kdt.launch_kernel(c, io, kdt.TPUSpec(num_sms=2, load_store_latency=10), profile=prof)
+    doc = prof.to_perfetto()
+    events = doc["traceEvents"]
+    meta = [e for e in events if e["ph"] == "M"]
+    # one process per SM, one thread per unit plus the job track
+    assert {(e["pid"], e["args"]["name"]) for e in meta if e["name"] == "process_name"} == {(0, "SM 0"), (1, "SM 1")}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+    assert len(threads) == 2 * 5
+    assert {threads[(0, t)] for t in range(5)} == {"jobs", "MEM", "VXM", "MXM", "FREE"}
+    tid = {name: t for (pid, t), name in threads.items() if pid == 0}
+    assert all(threads[(1, t)] == threads[(0, t)] for t in range(5))
+    spans = [e for e in events if e["ph"] == "X"]
+    jobs = sorted((e["args"]["job"], e["pid"], e["ts"], e["dur"]) for e in spans if e["tid"] == tid["jobs"])
+    assert jobs == [(0, 0, 0, 25), (1, 1, 0, 24), (2, 1, 24, 24)]
+    add_line, store_line = [n for n in (lines_of(memory_bound, "kdt.add(")[0], lines_of(memory_bound, "kdt.store(")[0])]
+    job2 = sorted((e["ts"], e["dur"], e["name"], e["tid"]) for e in spans
+                  if e["tid"] != tid["jobs"] and e["args"]["job"] == 2)
+    # job 2 starts at 24 on SM 1: ts = 24 + issue, dur = finish - issue
+    assert job2 == [(25, 0, "fill", tid["FREE"]), (25, 0, "fill", tid["FREE"]), (25, 10, "load", tid["MEM"]),
+                    (26, 10, "load", tid["MEM"]), (36, 2, "add", tid["VXM"]), (38, 10, "store", tid["MEM"])]
+    add = next(e for e in spans if e["name"] == "add" and e["args"]["job"] == 2)
+    assert add["pid"] == 1 and add["args"]["line"] == add_line and add["args"]["issue"] == 12 \
+        and add["args"]["finish"] == 14
+    assert sum(1 for e in spans if e["tid"] != tid["jobs"]) == 6 + 6 + 7
+    assert doc["otherData"] == {"kernel": "memory_bound", "kernel_cycles": 48}
+    path = tmp_path / "trace.json"
+    prof.write_perfetto(path)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(doc))
+    assert store_line > add_line
+
+
+def test_an_unused_profile_is_empty():
+    prof = kdt.Profile()
+    assert prof.traces == {} and prof.runs == [] and prof.trace(0) == []
+    s = prof.summary()
+    assert s["busy_cycles"] == {"ISU": 0, "MEM": 0, "VXM": 0, "MXM": 0} and s["jobs"] == 0
+    assert prof.to_perfetto()["traceEvents"] == []
+
+
+def test_a_profile_reused_for_a_second_launch_describes_the_second_launch():
+    io = {'x': torch.randn(3, 256), 'y': torch.zeros(3, 256), 'z': torch.zeros(256)}
+    prof = kdt.Profile()
+    kdt.launch_kernel(memory_bound.compile({'n': 3}, io), io, kdt.TPUSpec(num_sms=2, load_store_latency=10),
+                      profile=prof)
+    try:
+        kdt.launch_kernel(memory_bound.compile({'n': 2}, io), io, kdt.TPUSpec(num_sms=1, load_store_latency=10),
+                          profile=prof)
+    except (ValueError, RuntimeError):
+        return  # refusing to reuse a profile is fine too
+    assert len(prof.runs) == 2 and prof.kernel_cycles == 49 and prof.num_sms == 1
+    assert set(prof.traces) == {0, 1}
+    assert len(prof.trace(0)) == 7 and len(prof.trace(1)) == 6
+    assert prof.summary()["busy_cycles"]["ISU"] == 9
