@@ -8,8 +8,13 @@ dependency and by execution unit (MXM = "cube", VXM = "vector"). Modules:
 - `generate`  the skeleton generator (`design gen`), reading the golden with `ast`;
 - `verify`    the composition verification (`design verify`); imports torch, so it is not
               re-exported here;
+- `check`     contract vs kernel (`design check`): compiles and profiles a submission's kernel for a
+              task (through `judger.grading`, imported lazily) and compares the MXM/VXM units it
+              uses with the sections and `is_fusion`; not re-exported here;
 - `selftest`  the built-in cases of `design validate --self-test`;
 - `cli`       the click group `design`.
+The contracts of the four judged tasks live in `judger/contracts/`; the guide is
+docs/design-contracts.md.
 """
 from grader.design.contract import (
     ContractLoadError,

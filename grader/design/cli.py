@@ -4,8 +4,10 @@
     kdt-grade design validate --self-test [--json]  exit 0 when every built-in case behaves
     kdt-grade design gen GOLDEN.py --op NAME [--modules N]   YAML on stdout, diagnostics on stderr
     kdt-grade design verify FILE --golden GOLDEN.py [--json] exit 0 when every case passes
+    kdt-grade design check FILE --kernel SUBMISSION.py --task N [--point I] [--trace-jobs J] [--json]
+                                                    exit 0 PASS / 1 FAIL (contract vs the kernel's units)
 
-torch is imported only by `verify`, so the other commands stay fast.
+torch is imported only by `verify` and `check`, so the other commands stay fast.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ __all__ = ["design"]
 
 @click.group()
 def design() -> None:
-    """Kernel design contracts (module_interfaces.yaml): validate, generate, verify."""
+    """Kernel design contracts (module_interfaces.yaml): validate, generate, verify, check."""
 
 
 def _run_self_test(as_json: bool) -> None:
@@ -115,5 +117,76 @@ def verify(file: str, golden: str, as_json: bool) -> None:
         click.echo(json.dumps(report.to_dict()))
     else:
         _print_verification(report)
+    if not report.passed:
+        raise SystemExit(1)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _print_check(report) -> None:
+    click.echo(report.status)
+    if report.kernel_cycles is not None or report.task_name:
+        args = " ".join(f"{k}={v}" for k, v in report.task_args.items())
+        click.echo(f"contract {report.contract} (op {report.op}) vs {report.kernel}: task {report.task} "
+                   f"({report.task_name}), test point {report.point} ({args})")
+    if report.kernel_cycles is not None:
+        traced = ("all jobs traced" if report.traced_jobs == report.jobs
+                  else f"jobs 0..{report.traced_jobs - 1} of {report.jobs} traced")
+        click.echo(f"kernel cycles: {report.kernel_cycles}  ({_count(report.jobs, 'job')} on "
+                   f"{_count(report.num_sms, 'SM')}; {traced})")
+        click.echo(f"{'unit':<5} {'used':<5} {'busy_cycles':>12} {'utilisation':>12} {'instructions':>13}  contract")
+        for unit, row in report.units.items():
+            if unit in ("MXM", "VXM"):
+                section = "cube" if unit == "MXM" else "vector"
+                claim = (f"{section}: module(s) {', '.join(map(str, row.modules))}" if row.modules
+                         else f"no {section} module")
+                used = "yes" if row.used else "no"
+            else:
+                claim, used = "", ""
+            count = "-" if row.instructions is None else str(row.instructions)
+            click.echo(f"{unit:<5} {used:<5} {row.busy_cycles:>12} {_percent(row.utilisation):>12} "
+                       f"{count:>13}  {claim}".rstrip())
+        units = " + ".join(report.used_units) or "no compute unit"
+        fused = "fused" if report.used_units == ["MXM", "VXM"] else "not fused"
+        click.echo(f"is_fusion: declared {str(report.is_fusion).lower()}; the kernel uses {units} ({fused})")
+        spm = f"SPM: {report.spm_bytes / 1024:g} KiB of {report.spm_size / 1024:g} KiB"
+        peak = (f"; MXM at {_percent(report.mxm_peak_utilisation)} of peak (the judge's figure)"
+                if report.mxm_peak_utilisation is not None else "")
+        click.echo(spm + peak)
+        click.echo("output: " + ("matches the reference (trial 1)" if report.output_correct
+                                 else "DIFFERS from the reference (trial 1; informational, not a contract rule)"))
+    for violation in report.violations:
+        click.echo(str(violation))
+
+
+@design.command()
+@click.argument("file")
+@click.option("--kernel", "kernel_path", required=True, help="The submission file (defines get_kernel).")
+@click.option("--task", "task_id", required=True, type=int, help="Task id (1-4) to compile the kernel for.")
+@click.option("--point", default=0, show_default=True, type=int, help="Test point (default: the first).")
+@click.option("--trace-jobs", type=int, default=None,
+              help="Trace only jobs 0..J-1 (default: every job; faster on big points, sees fewer jobs).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def check(file: str, kernel_path: str, task_id: int, point: int, trace_jobs: int | None, as_json: bool) -> None:
+    """Check FILE against a kernel: the units it really uses (MXM, VXM) vs the sections and is_fusion.
+
+    The submission is imported without a sandbox: use it on files you trust (your own, the examples).
+    """
+    from grader.design.check import check_file  # imports torch and the judger
+
+    try:
+        report = check_file(file, kernel_path, task_id, point=point, trace_jobs=trace_jobs)
+    except ValueError as exc:
+        raise click.UsageError(str(exc))
+    if as_json:
+        click.echo(json.dumps(report.to_dict()))
+    else:
+        _print_check(report)
     if not report.passed:
         raise SystemExit(1)

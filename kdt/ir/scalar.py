@@ -10,20 +10,21 @@ import operator
 INT_LIMIT = 1 << 62
 
 
-def _checked(value):
+def checked(value):
+    """``value``, refusing an int beyond ``INT_LIMIT`` (``OverflowError``)."""
     if type(value) is int and not -INT_LIMIT <= value <= INT_LIMIT:
         raise OverflowError("integer result exceeds 2**62")
     return value
 
 
 def _mul(a, b):
-    return _checked(a * b)
+    return checked(a * b)
 
 
 def _lshift(a, b):
     if type(b) is int and b > 64:
         raise OverflowError(f"shift count {b} too large")
-    return _checked(a << b)
+    return checked(a << b)
 
 
 BINARY = {

@@ -53,7 +53,12 @@ class IRFormatError(ValueError):
 
 def _short(v, limit=60) -> str:
     """``repr(v)`` cut to ``limit`` characters: error messages must not echo megabytes of junk."""
-    text = repr(v) if not isinstance(v, (list, dict)) or len(v) < 64 else f"<{type(v).__name__} of {len(v)}>"
+    if isinstance(v, (list, dict)) and len(v) >= 64:
+        text = f"<{type(v).__name__} of {len(v)}>"
+    elif type(v) is int and abs(v) >= 1 << 128:
+        text = f"<an integer of {v.bit_length()} bits>"
+    else:
+        text = repr(v)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -180,7 +185,7 @@ class _Decoder:
         if not isinstance(d, dict):
             self.fail(path, f"expected an object, got {_tname(d)}")
         if d.keys() != set(keys):
-            extra, missing = sorted(set(d) - set(keys)), sorted(set(keys) - set(d))
+            extra, missing = sorted(set(d) - set(keys), key=repr), sorted(set(keys) - set(d))
             shown = ", ".join(_short(k, 40) for k in extra[:5]) + (f", ... ({len(extra)} in all)"
                                                                     if len(extra) > 5 else "")
             self.fail(path, f"wrong keys (unknown: [{shown}], missing: {missing})")
@@ -190,7 +195,8 @@ class _Decoder:
         if type(v) is not int:
             self.fail(path, f"expected an integer, got {_tname(v)}")
         if not lo <= v <= hi:
-            self.fail(path, f"{v} is outside [{lo}, {hi}]")
+            shown = v if abs(v) < 1 << 128 else f"an integer of {v.bit_length()} bits"
+            self.fail(path, f"{shown} is outside [{lo}, {hi}]")
         return v
 
     def str(self, v, path, limit=MAX_NAME, choices=None):
@@ -355,20 +361,35 @@ class _Decoder:
         strides = self.list(v["strides"], path + ".strides", MAX_DIMS)
         if len(sizes) != len(strides):
             self.fail(path, "sizes and strides differ in length")
+        base = path + ".sizes"
         return ir.View(sid, self.expr(v["off"], path + ".off", depth),
-                       tuple(self.expr(e, f"{path}.sizes[{i}]", depth) for i, e in enumerate(sizes)),
+                       tuple(self.expr(e, (base, i), depth) for i, e in enumerate(sizes)),
                        tuple(self.int(x, f"{path}.strides[{i}]", -MAX_STRIDE, MAX_STRIDE)
                              for i, x in enumerate(strides)))
 
     def expr(self, e, path, depth):
+        """One expression. ``path`` is its JSON path, or ``(parent path, index)`` for an entry of a list:
+        leaves, most of the nodes, are decoded without ever building their path string."""
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            self.fail(path, f"more than {MAX_NODES} IR nodes")
+            self.fail(_path(path), f"more than {MAX_NODES} IR nodes")
         if depth > MAX_DEPTH:
-            self.fail(path, f"expression nested deeper than {MAX_DEPTH} (statements and expressions together)")
+            self.fail(_path(path), f"expression nested deeper than {MAX_DEPTH} (statements and expressions "
+                      "together)")
         if type(e) is not list or not e or type(e[0]) is not str:
-            self.fail(path, "expected an expression list such as [\"c\", 1]")
+            self.fail(_path(path), "expected an expression list such as [\"c\", 1]")
         tag, n, d = e[0], len(e), depth + 1
+        if n == 1 and tag == "job":
+            return _JOB
+        if n == 2 and tag == "c":
+            v = e[1]
+            t = type(v)
+            if t is int and -_SMALL <= v <= _SMALL:
+                return _SMALL_INTS[v + _SMALL]
+            if t is float or t is bool or (t is int and -MAX_INT <= v <= MAX_INT):
+                return ir.Const(v)
+            return ir.Const(self.number(v, _path(path) + "[1]"))  # raises with the right message
+        path = _path(path)
         shape = _EXPR_ARITY.get(tag)
         if shape is None:
             self.fail(path, f"unknown expression tag {_short(tag)}")
@@ -393,10 +414,21 @@ class _Decoder:
             values = self.node_list(e[2], path + "[2]")
             if len(values) < 2:
                 self.fail(path, "'bool' needs at least two operands")
+            base = path + "[2]"
             return ir.BoolOp(self.str(e[1], path + "[1]", choices=BOOL_OPERATORS),
-                             tuple(self.expr(v, f"{path}[2][{i}]", d) for i, v in enumerate(values)))
+                             tuple(self.expr(v, (base, i), d) for i, v in enumerate(values)))
         return ir.IfExp(self.expr(e[1], path + "[1]", d), self.expr(e[2], path + "[2]", d),
                         self.expr(e[3], path + "[3]", d))
+
+
+_JOB = ir.JobId()  # nodes are immutable: the leaves that compare equal anyway can be shared
+_SMALL = 1024
+_SMALL_INTS = tuple(ir.Const(i) for i in range(-_SMALL, _SMALL + 1))
+
+
+def _path(path) -> str:
+    """The JSON path string of ``path`` (a string, or ``(parent path, index)`` of a list entry)."""
+    return path if type(path) is str else f"{path[0]}[{path[1]}]"
 
 
 def _tname(v) -> str:

@@ -13,6 +13,7 @@ from ..ir import nodes as ir
 from ..ir.affine import affine, expr_type, to_expr
 from ..ir.ops import OPS, REDUCE_OPS
 from ..ir.scalar import BINARY, COMPARE, UNARY, binary_type, same_type, type_of_value, unary_type
+from ..ir.serialize import MAX_MSG, MAX_NAME
 from . import errors as E
 
 _AST_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -129,7 +130,7 @@ class KernelBuilder(ast.NodeVisitor):
             body = body[1:]  # an allowed extension (spec §2): the kernel's own docstring
         for stmt in body:
             self.visit(stmt)
-        return ir.Kernel(name=name, num_jobs=num_jobs, io=tuple(_meta(s) for s in self.storages
+        return ir.Kernel(name=_label(name), num_jobs=num_jobs, io=tuple(_meta(s) for s in self.storages
                                                                   if s.kind == "io"),
                          storages=tuple(self.storages), num_slots=len(self.slot_types),
                          body=tuple(self.blocks[0]))
@@ -180,8 +181,8 @@ class KernelBuilder(ast.NodeVisitor):
             self.assign_target = None
         if isinstance(value, Scalar) and not value.is_const:
             slot = self.new_slot(value.type)
-            self.emit(ir.Assign(slot, name, value.expr, self.line(node)))
-            value = Scalar(ir.Var(slot, name), value.type)
+            self.emit(ir.Assign(slot, _label(name), value.expr, self.line(node)))
+            value = Scalar(ir.Var(slot, _label(name)), value.type)
         self.bind(node.targets[0], name, value)
 
     def visit_AnnAssign(self, node):
@@ -216,8 +217,9 @@ class KernelBuilder(ast.NodeVisitor):
         bounds = [self.scalar(a, "a range bound") for a in it.args]
         start, end = (bounds if len(bounds) == 2 else [_const(0), bounds[0]])
         slot = self.new_slot("int")
-        body = self.block(node.body, [(node.target, node.target.id, Scalar(ir.Var(slot, node.target.id), "int"))])
-        self.emit(ir.For(slot, node.target.id, start.expr, end.expr, body, self.line(node)))
+        var = ir.Var(slot, _label(node.target.id))
+        body = self.block(node.body, [(node.target, node.target.id, Scalar(var, "int"))])
+        self.emit(ir.For(slot, var.name, start.expr, end.expr, body, self.line(node)))
 
     def visit_If(self, node: ast.If):
         cond = self.scalar(node.test, "an if condition")
@@ -476,6 +478,8 @@ class KernelBuilder(ast.NodeVisitor):
         elif name == "print":
             if not isinstance(args["msg"], str):
                 raise self.error(E.TypeError, bound["msg"], "print msg must be a string")
+            if len(args["msg"]) > MAX_MSG:
+                raise self.error(E.TypeError, bound["msg"], f"print msg is longer than {MAX_MSG} characters")
             if type(args["print_only_if_job0"]) is not bool:
                 raise self.error(E.TypeError, bound["print_only_if_job0"],
                                  "print_only_if_job0 must be True or False")
@@ -507,7 +511,7 @@ class KernelBuilder(ast.NodeVisitor):
         init = self.const(bound["init_value"], "init_value") if "init_value" in bound else 0
         if type(init) not in (int, float, bool):
             raise self.error(E.TypeError, node, "init_value must be a number or a bool")
-        st = ir.Storage(len(self.storages), "spm", str(label), tuple(shape), dtype)
+        st = ir.Storage(len(self.storages), "spm", _label(str(label)), tuple(shape), dtype)
         self.storages.append(st)
         view = _full_view(st)
         self.emit(ir.Inst("fill", {"out": view, "value": init}, self.line(node),
@@ -575,6 +579,12 @@ class KernelBuilder(ast.NodeVisitor):
         sizes[d0], sizes[d1] = sizes[d1], sizes[d0]
         strides[d0], strides[d1] = strides[d1], strides[d0]
         return Tile(ir.View(v.storage, v.offset, tuple(sizes), tuple(strides)), t.dtype)
+
+
+def _label(name: str) -> str:
+    """Names in the IR are only labels (printing, messages): cut to the IR's limit so that every kernel
+    the front end accepts also crosses the JSON boundary."""
+    return name[:MAX_NAME]
 
 
 def _full_view(st: ir.Storage) -> ir.View:

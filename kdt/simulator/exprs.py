@@ -7,7 +7,7 @@ from operator import itemgetter
 
 from ..ir import nodes as ir
 from ..ir.affine import affine
-from ..ir.scalar import BINARY, COMPARE, UNARY
+from ..ir.scalar import BINARY, COMPARE, UNARY, checked
 from .errors import TypeError as LaunchTypeError
 
 
@@ -40,11 +40,11 @@ def _affine_closure(form):
         (s, k), = terms
         if k == 1:
             return (lambda env: env[s] + c) if c else itemgetter(s)
-        return lambda env: env[s] * k + c
+        return lambda env: checked(env[s] * k + c)
     if len(terms) == 2:
         (s1, k1), (s2, k2) = terms
-        return lambda env: env[s1] * k1 + env[s2] * k2 + c
-    return lambda env: sum(env[s] * k for s, k in terms) + c
+        return lambda env: checked(env[s1] * k1 + env[s2] * k2 + c)
+    return lambda env: checked(sum(env[s] * k for s, k in terms) + c)
 
 
 def _plain(e, slot_types):

@@ -106,28 +106,47 @@ class Profile:
                 "bottleneck": max(("MXM", "VXM", "ISU"), key=lambda u: util[u])}
 
     def to_perfetto(self) -> dict:
-        """Chrome trace / Perfetto JSON: one process per SM, one thread per unit (plus a job track);
-        one cycle is shown as one microsecond."""
-        events = []
-        for sm in range(self.num_sms):
-            events.append({"ph": "M", "name": "process_name", "pid": sm, "args": {"name": f"SM {sm}"}})
-            for tid, name in enumerate(("jobs",) + UNITS):
-                events.append({"ph": "M", "name": "thread_name", "pid": sm, "tid": tid, "args": {"name": name}})
-        unit_tid = {u: i + 1 for i, u in enumerate(UNITS)}
+        """Chrome trace / Perfetto JSON: one process per SM, one thread per unit and a job track; loads
+        and stores overlap (memory is not a unit), so they are spread over as many ``MEM`` lanes as
+        needed for the slices of each thread to stay disjoint. One cycle is shown as one microsecond."""
+        events, lanes = [], {}
         for run in self.runs:
             events.append({"ph": "X", "name": f"job {run.job}", "pid": run.sm, "tid": 0, "ts": run.start,
                            "dur": run.cycles, "args": {"job": run.job}})
             for op, issue, finish, unit, line in self._raw.get(run.job, []):
-                events.append({"ph": "X", "name": op, "pid": run.sm, "tid": unit_tid[unit],
-                               "ts": run.start + issue, "dur": finish - issue,
+                ts, tid = run.start + issue, _THREADS[unit]
+                if unit == "MEM":
+                    tid = _MEM_TID + _lane(lanes.setdefault(run.sm, []), ts, run.start + finish)
+                events.append({"ph": "X", "name": op, "pid": run.sm, "tid": tid, "ts": ts, "dur": finish - issue,
                                "args": {"job": run.job, "line": line, "issue": issue, "finish": finish}})
-        return {"traceEvents": events, "displayTimeUnit": "ns",
+        meta = []
+        for sm in range(self.num_sms):
+            meta.append({"ph": "M", "name": "process_name", "pid": sm, "args": {"name": f"SM {sm}"}})
+            names = {0: "jobs", **{tid: unit for unit, tid in _THREADS.items() if unit != "MEM"}}
+            names.update({_MEM_TID + i: f"MEM {i}" for i in range(max(len(lanes.get(sm, [])), 1))})
+            for tid, name in sorted(names.items()):
+                meta.append({"ph": "M", "name": "thread_name", "pid": sm, "tid": tid, "args": {"name": name}})
+        return {"traceEvents": meta + events, "displayTimeUnit": "ns",
                 "otherData": {"kernel": self.kernel_name, "kernel_cycles": self.kernel_cycles}}
 
     def write_perfetto(self, path) -> None:
         """Write ``to_perfetto()`` as JSON to ``path`` (open it in ui.perfetto.dev or chrome://tracing)."""
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_perfetto(), f)
+
+
+_THREADS = {"VXM": 1, "MXM": 2, "FREE": 3, "MEM": 4}
+_MEM_TID = 4
+
+
+def _lane(ends: list, start: int, finish: int) -> int:
+    """The first memory lane free at ``start`` (``ends[i]`` is where lane i's last slice ends)."""
+    for i, end in enumerate(ends):
+        if end <= start:
+            ends[i] = finish
+            return i
+    ends.append(finish)
+    return len(ends) - 1
 
 
 def _union_length(intervals) -> int:

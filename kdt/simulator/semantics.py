@@ -72,7 +72,10 @@ def _where(ins, o, env):
 
 
 def _copy(ins, o, env):
-    o.write(ins[0].data)
+    src = ins[0].data
+    # Source and destination may overlap (one storage, or io tensors sharing memory); numpy does not
+    # always buffer an overlapping 1-D copy, and the instruction must read all of its source first.
+    o.write(src.copy() if np.may_share_memory(src, o.data) else src)
 
 
 def _fill(value):

@@ -16,9 +16,13 @@ def audit(source: str) -> AuditReport:
     return audit_source(textwrap.dedent(source))
 
 
-def findings(source: str) -> set[tuple[str, int]]:
+def findings_of(report: AuditReport) -> set[tuple[str, int]]:
     """(rule, line) of every violation."""
-    return {(v.rule, v.line) for v in audit(source).violations}
+    return {(v.rule, v.line) for v in report.violations}
+
+
+def findings(source: str) -> set[tuple[str, int]]:
+    return findings_of(audit(source))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,6 +326,21 @@ def test_function_named_at_import_time_is_audited():
     assert report.skipped == ("main",)
 
 
+def test_function_named_in_a_string_annotation_is_audited():
+    # typing.get_type_hints (and friends) would evaluate the annotation and call the helper
+    report = audit("""\
+        def helper():
+            import os
+
+        def get_kernel(task_id: "helper()"):
+            return None
+
+        if __name__ == "__main__":
+            helper()
+        """)
+    assert findings_of(report) == {("import", 2)}
+
+
 def test_decorated_main_only_function_is_audited_unless_decorator_is_passive():
     source = """\
         import functools
@@ -441,13 +460,28 @@ def test_obfuscation_is_caught(source, rule, line):
     assert (rule, line) in findings(source), audit_source(source).format()
 
 
+def test_self_growing_module_alias_is_reported_not_followed_forever():
+    assert ("module-alias", 3) in findings("import torch\nx = torch\nx = x.nn\n")
+
+
+def test_fanning_out_module_aliases_stay_bounded():
+    # each level doubles the paths a name may hold: 2**40 without the bound
+    lines = ["import torch", "a0 = torch"]
+    for i in range(1, 41):
+        lines += [f"a{i} = a{i - 1}.x", f"a{i} = a{i - 1}.y"]
+    report = audit_source("\n".join(lines) + "\n")
+    assert {v.rule for v in report.violations} == {"module-alias"}
+
+
+@pytest.mark.parametrize("source", ["\x00", "\ufeff", "(" * 1000, "def f():\n\treturn 1\n        x", "\r\r\n", '"""'])
+def test_odd_input_never_raises(source):
+    report = audit_source(source)
+    assert all(v.rule == "syntax" for v in report.violations)
+
+
 # ---------------------------------------------------------------------------------------------
 # The report
 # ---------------------------------------------------------------------------------------------
-
-def findings_of(report: AuditReport) -> set[tuple[str, int]]:
-    return {(v.rule, v.line) for v in report.violations}
-
 
 def test_violation_carries_column_and_source_text():
     [v] = audit_source("import torch\ndef f():\n    return  torch.load('x')\n").violations
@@ -523,18 +557,3 @@ def test_cli_is_registered_on_kdt_grade():
     result = CliRunner().invoke(main, ["audit", "--json", str(CLEAN / "all_tasks.py")])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["ok"] is True
-
-
-def test_function_named_in_a_string_annotation_is_audited():
-    # typing.get_type_hints (and friends) would evaluate the annotation and call the helper
-    report = audit("""\
-        def helper():
-            import os
-
-        def get_kernel(task_id: "helper()"):
-            return None
-
-        if __name__ == "__main__":
-            helper()
-        """)
-    assert findings_of(report) == {("import", 2)}

@@ -3,11 +3,8 @@ submissions rely on is compiled *and* launched, with its outputs and its cycles 
 §4) asserted. Unless a test says otherwise the machine is one SM with L_mem = 10."""
 import contextlib
 import inspect
-import json
-import os
+import math
 import resource
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -538,6 +535,28 @@ def test_io_tensors_must_be_float32_or_bool(tensor):
     assert if_on_comparison.compile({'n': 4}, {'x': torch.zeros(4, 16, dtype=torch.bool), 'y': torch.zeros(2, 16)})
 
 
+def test_tensors_must_be_on_the_cpu():
+    meta = torch.zeros(4, 16, device="meta")
+    with pytest.raises(E.TypeError, match="CPU"):
+        if_on_comparison.compile({'n': 4}, {'x': meta, 'y': torch.zeros(2, 16)})
+    io = {'x': torch.zeros(4, 16), 'y': torch.zeros(2, 16)}
+    c = if_on_comparison.compile({'n': 4}, io)
+    with pytest.raises(ValueError, match="CPU"):
+        kdt.launch_kernel(c, {'x': meta, 'y': io['y']}, SPEC)
+
+
+def test_print_ir_is_readable(capsys):
+    io = {'x': torch.randn(2, 64), 'y': torch.zeros(2, 2, 64)}
+    c = branch_tiles.compile({}, io)
+    c.print_ir()
+    text = capsys.readouterr().out
+    assert text == c.ir_text() + "\n"
+    assert text.startswith("kernel branch_tiles: 2 job(s)")
+    for needle in ("io x: float32[2, 64]", "second = j == 1", "if second:", "else:", "mul(", "add(", "store(",
+                   f"# line {where(branch_tiles, 'kdt.mul(')[0]}"):
+        assert needle in text, needle
+
+
 def test_calling_a_kernel_or_an_instruction_outside_a_kernel_is_a_semantic_error():
     with pytest.raises(E.SemanticError):
         xor_index({}, {})
@@ -807,3 +826,222 @@ def test_a_huge_broadcast_output_is_a_launch_error():
         else:
             raised = None
     assert isinstance(raised, (kdt.simulator.errors.LaunchError, TimeoutError)), repr(raised)
+
+
+# ---- run-time scalar arguments ---------------------------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def runtime_scalar_args(task_args, io_tensors):
+    j = kdt.get_job_id()
+    a = kdt.alloc_spm((8,))
+    t = kdt.alloc_spm((8,))
+    kdt.load(io_tensors['x'], a)
+    kdt.exp(a, t, j + 2)
+    kdt.store(t, io_tensors['e'][j])
+    for i in range(2, 4):
+        kdt.log(a, t, i * (j + 1))
+        kdt.store(t, io_tensors['l'][j, i - 2])
+    kdt.pow(a, t, 0.5 if j == 0 else 3)
+    kdt.store(t, io_tensors['p'][j])
+
+
+def test_instruction_scalars_are_evaluated_per_job_at_run_time():
+    x = torch.tensor([0.5, 1.0, 2.0, 3.0, 4.0, 8.0, 9.0, 16.0])
+    io = {'x': x, 'e': torch.zeros(2, 8), 'l': torch.zeros(2, 2, 8), 'p': torch.zeros(2, 8)}
+    # per job: load 1->11; exp 11->12; store 12->22; every later op writes t, which the previous store
+    # reads until its finish: log 22->23, store 23->33, log 33->34, store 34->44, pow 44->45, store 45->55
+    assert run(runtime_scalar_args, io) == 110
+    for j in range(2):
+        assert torch.allclose(io['e'][j], torch.pow(float(j + 2), x))
+        for i in range(2, 4):
+            assert torch.allclose(io['l'][j, i - 2], torch.log(x) / math.log(i * (j + 1)), atol=1e-6)
+    assert torch.allclose(io['p'][0], x ** 0.5) and torch.allclose(io['p'][1], x ** 3)
+
+
+# ---- everything else Python offers is rejected cleanly ---------------------------------------------------
+
+REJECTED = [
+    ("return", "UnsupportedFeatureError"),
+    ("for i in range(2):\n        break", "UnsupportedFeatureError"),
+    ("for i in range(2):\n        continue", "UnsupportedFeatureError"),
+    ("while True:\n        pass", "UnsupportedFeatureError"),
+    ("try:\n        pass\n    except Exception:\n        pass", "UnsupportedFeatureError"),
+    ("with kdt.x:\n        pass", "UnsupportedFeatureError"),
+    ("def inner():\n        pass", "UnsupportedFeatureError"),
+    ("import os", "UnsupportedFeatureError"),
+    ("global q", "UnsupportedFeatureError"),
+    ("del t", "UnsupportedFeatureError"),
+    ("assert True", "UnsupportedFeatureError"),
+    ("raise ValueError", "UnsupportedFeatureError"),
+    ("n: int = 1", "UnsupportedFeatureError"),
+    ("n = 1\n    n += 1", "UnsupportedFeatureError"),
+    ("a, b = 1, 2", "UnsupportedFeatureError"),
+    ("a = b = 1", "UnsupportedFeatureError"),
+    ("t.x = 1", "UnsupportedFeatureError"),
+    ("t[0] = 1", "UnsupportedFeatureError"),
+    ("n = [1, 2]", "UnsupportedFeatureError"),
+    ("n = {'a': 1}", "UnsupportedFeatureError"),
+    ("n = (1, 2)", "UnsupportedFeatureError"),
+    ("n = lambda: 1", "UnsupportedFeatureError"),
+    ("n = [i for i in range(2)]", "UnsupportedFeatureError"),
+    ("n = 2 ** 3", "UnsupportedFeatureError"),
+    ("n = ~3", "UnsupportedFeatureError"),
+    ("n = 1 if 2 in task_args else 0", "UnsupportedFeatureError"),
+    ("n = t is t", "UnsupportedFeatureError"),
+    ("n = (m := 3)", "UnsupportedFeatureError"),
+    ("n = f'{t}'", "UnsupportedFeatureError"),
+    ("n = None", "TypeError"),
+    ("n = b'x'", "TypeError"),
+    ("n = 1j", "TypeError"),
+    ("for i in range(2):\n        pass\n    else:\n        pass", "UnsupportedFeatureError"),
+    ("for i in [0, 1]:\n        pass", "UnsupportedFeatureError"),
+    ("for i in range():\n        pass", "UnsupportedFeatureError"),
+    ("for i in range(end=2):\n        pass", "UnsupportedFeatureError"),
+    ("for i, k in range(2):\n        pass", "UnsupportedFeatureError"),
+    ("'a string statement'", "TypeError"),
+    ("t", "TypeError"),
+    ("1 + 2", "TypeError"),
+    ("n = kdt.add(t, t, t)", "TypeError"),
+    ("kdt.add(t, t)", "TypeError"),
+    ("kdt.add(t, t, t, t)", "TypeError"),
+    ("kdt.add(t, t, out=t, extra=t)", "TypeError"),
+    ("kdt.add(t, t, t, out=t)", "TypeError"),
+    ("kdt.add(t, 1.0, t)", "TypeError"),
+    ("kdt.exp(t, t, t)", "TypeError"),
+    ("kdt.reduce(t, 0, 'mean', t)", "SemanticError"),
+    ("kdt.reduce(t, 0, t, t)", "ConstantRequiredError"),
+    ("kdt.fill(t, 'x')", "TypeError"),
+    ("kdt.fill(t, kdt.get_job_id())", "ConstantRequiredError"),
+    ("kdt.print(t, 5)", "TypeError"),
+    ("kdt.print(t, 'm', 1)", "TypeError"),
+    ("kdt.print(io_tensors)", "TypeError"),
+    ("kdt.get_job_id(1)", "TypeError"),
+    ("n = kdt.get_job_id", "SyntaxError"),
+    ("n = os.path", "SyntaxError"),
+    ("kdt.nope()", "SyntaxError"),
+    ("n = print(1)", "UnsupportedFeatureError"),
+    ("n = t.sum()", "UnsupportedFeatureError"),
+    ("n = kdt.alloc_spm([4])", "UnsupportedFeatureError|ConstantRequiredError"),
+    ("n = kdt.alloc_spm((4,), 'float64')", "TypeError"),
+    ("n = kdt.alloc_spm((4,), init_value='0')", "TypeError"),
+    ("n = kdt.alloc_spm((-4,))", "ShapeError"),
+    ("n = kdt.alloc_spm((4.0,))", "ConstantRequiredError"),
+    ("n = kdt.alloc_spm()", "TypeError"),
+    ("n = task_args['missing']", "SymbolError"),
+    ("n = task_args[0]", "ConstantRequiredError"),
+    ("n = io_tensors[task_args]", "ConstantRequiredError"),
+    ("n = undefined_name", "SymbolError"),
+    ("n = t[0:4:2]", "UnsupportedFeatureError"),
+    ("n = t[...]", "UnsupportedFeatureError"),
+    ("n = t[t]", "TypeError"),
+    ("n = task_args['n'][0]", "TypeError"),
+    ("n = t + 1", "TypeError"),
+    ("n = -t", "TypeError"),
+    ("n = not io_tensors", "TypeError"),
+    ("if t:\n        pass", "TypeError"),
+    ("for i in range(t):\n        pass", "TypeError"),
+    ("n = kdt.transpose(t, 0)", "TypeError"),
+    ("n = kdt.transpose(t, 0, 0, dim1=0)", "TypeError"),
+]
+
+
+@pytest.mark.parametrize("stmt, cls", REJECTED, ids=[s.split("\n")[0][:40] for s, _ in REJECTED])
+def test_unsupported_python_is_a_located_compilation_error(tmp_path, stmt, cls):
+    """Every rejected construct gives the documented compilation error class (never an InternalError
+    or a raw Python exception), located at a line of the kernel's body in the file."""
+    src = ("import kdt\n\n\ndef one_job(task_args):\n    return 1\n\n\n"
+           "@kdt.kernel(num_jobs_calculator=one_job)\n"
+           "def k(task_args, io_tensors):\n"
+           "    t = kdt.alloc_spm((4,))\n"
+           f"    {stmt}\n")
+    path = tmp_path / "rejected_kernel.py"
+    path.write_text(src)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"rejected_{abs(hash(stmt))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    try:
+        mod.k.compile({'n': 3}, {'x': torch.zeros(4)})
+    except E.CompilationError as exc:
+        names = {c.__name__ for c in type(exc).__mro__}
+        assert names & set(cls.split("|")) and not isinstance(exc, E.InternalError), repr(exc)
+        last = len(src.splitlines())
+        assert exc.line is not None and 11 <= exc.line <= last, (exc.line, str(exc))
+        assert str(exc).startswith(f"Line {exc.line}, Col {exc.col}, ")
+    else:
+        pytest.fail("compiled")
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def bad_signature(io_tensors, task_args):
+    t = kdt.alloc_spm((4,))
+
+
+def test_kernel_signature_must_be_task_args_io_tensors():
+    exc = compile_error(bad_signature, {})
+    assert type(exc) is E.CompilationError
+    assert_at(exc, bad_signature, "def bad_signature")
+    for sig in ("task_args", "task_args, io_tensors, extra", "task_args, io_tensors=None", "*args",
+                "task_args, *, io_tensors", "task_args, io_tensors, **kw"):
+        ns = {}
+        exec(compile(f"def k({sig}):\n    pass\n", "<x>", "exec"), ns)
+        k = kdt.kernel(num_jobs_calculator=one_job)(ns["k"])
+        with pytest.raises(E.CompilationError):  # no source for <x>, or a bad signature: never anything else
+            k.compile({}, {})
+
+
+def test_kernel_decorator_needs_a_callable():
+    with pytest.raises(E.CompilationError):
+        kdt.kernel(num_jobs_calculator=3)
+
+
+# ---- overlapping source and destination ----------------------------------------------------------------
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def overlapping_1d_copy(task_args, io_tensors):
+    a = kdt.alloc_spm((3, 8))
+    kdt.load(io_tensors['x'], a)
+    kdt.copy(a[:, 2], a[1][0:3])
+    kdt.store(a, io_tensors['y'])
+    kdt.load(io_tensors['x'][:, 2], io_tensors['x'][1][0:3])
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def overlapping_other_ops(task_args, io_tensors):
+    a = kdt.alloc_spm((3, 8))
+    z = kdt.alloc_spm((3,))
+    kdt.load(io_tensors['x'], a)
+    kdt.add(a[:, 2], z, a[1][0:3])
+    kdt.copy(kdt.transpose(a[0:3, 0:3], 0, 1), a[0:3, 0:3])
+    kdt.store(a, io_tensors['y'])
+
+
+def _x38():
+    return torch.arange(24.0).reshape(3, 8)
+
+
+def test_overlapping_operands_read_before_writing():
+    """An instruction reads all of its inputs, then writes: element-wise ops and 2-D copies whose
+    source and destination overlap see the old values."""
+    x = _x38()
+    io = {'x': x.clone(), 'y': torch.zeros(3, 8)}
+    # load 1->11; add (3 elements) 11->12; copy 12->12; store 12->22
+    assert run(overlapping_other_ops, io) == 22
+    ref = x.clone()
+    ref[1][0:3] = x[:, 2]
+    ref[0:3, 0:3] = ref[0:3, 0:3].T.clone()
+    assert torch.equal(io['y'], ref)
+
+
+def test_overlapping_1d_copy_reads_before_writing():
+    x = _x38()
+    io = {'x': x.clone(), 'y': torch.zeros(3, 8)}
+    # load 1->11; copy 11->11; store 11->21 (next_issue 12); the global load writes x, last read by the
+    # first load (11): max(12, 11) = 12 -> 22
+    assert run(overlapping_1d_copy, io) == 22
+    ref = x.clone()
+    ref[1][0:3] = x[:, 2]
+    assert io['y'][1].tolist() == ref[1].tolist()
+    assert io['x'][1].tolist() == ref[1].tolist()

@@ -5,13 +5,8 @@ import copy
 import io as _io
 import json
 import math
-import os
 import random
-import subprocess
-import sys
-import textwrap
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,8 +15,7 @@ import kdt
 from kdt.ir import nodes as irn
 from kdt.ir import serialize as S
 from kdt.ir.ops import BINARY_OPERATORS, BOOL_OPERATORS, COMPARE_OPERATORS, OPS, UNARY_OPERATORS
-
-ROOT = Path(__file__).resolve().parents[2]
+from kdt.language import errors as E
 
 
 def one_job(task_args):
@@ -314,7 +308,8 @@ def test_the_round_trip_kernels_cover_the_whole_ir():
     assert any(type(s) is irn.For for f in fors for s in f.body), "no nested for"
     assert any(type(n) is irn.If and n.orelse for n in nodes), "no else branch"
     views_ = [v for n in nodes if type(n) is irn.Inst for v in n.args.values() if isinstance(v, irn.View)]
-    assert any(0 in v.strides and len(v.strides) == 2 for v in views_), "no broadcast view"
+    assert any(st == 0 and type(sz) is irn.Const and sz.value > 1 for v in views_
+               for sz, st in zip(v.sizes, v.strides)), "no broadcast view"
     assert any(list(v.strides) != sorted(v.strides, reverse=True) for v in views_), "no transposed view"
     assert any(n.alloc for n in nodes if type(n) is irn.Inst) and \
         any(not n.alloc for n in nodes if type(n) is irn.Inst and n.op == "fill")
@@ -715,6 +710,23 @@ def test_unknown_operator_strings(value, where, fragment):
     rejects(_mut(base(), ("body", ASSIGN, "value"), value), P + where, fragment)
 
 
+@pytest.mark.parametrize("entry, where, fragment", [
+    (["c", "1"], "[2][1][1]", "expected a number or bool"),
+    (["c", 2 ** 63], "[2][1][1]", "outside"),
+    (["job", 0], "[2][1]", "'job' takes 0 operand(s)"),
+    ("job", "[2][1]", "expression list"),
+    (["v", 99, "x"], "[2][1][1]", "outside"),
+    (["un", "~", ["job"]], "[2][1][1]", "is not one of"),
+    (["un", "-", ["c", None]], "[2][1][2][1]", "number or bool"),
+])
+def test_paths_into_list_entries(entry, where, fragment):
+    """Errors inside the operands of ``bool`` and the sizes of a view name the entry's index."""
+    value = ["bool", "or", [["c", True], entry, ["c", False]]]
+    rejects(_mut(base(), ("body", ASSIGN, "value"), value), P + where + ":", fragment)
+    d = _mut(base(), ("body", LOAD, "args", "dst", "sizes", 1), entry)
+    rejects(d, f"{B}.args.dst.sizes" + where.replace("[2]", "", 1) + ":", fragment)
+
+
 def test_storage_id_out_of_range():
     n = len(BASE["storages"])
     rejects(_mut(base(), ("body", LOAD, "args", "dst", "s"), n), f"{B}.args.dst.s", f"outside [0, {n - 1}]")
@@ -903,6 +915,29 @@ def test_messages_stay_short_for_huge_junk():
     assert len(rejects(e, "unknown expression tag")) < 2000
 
 
+def test_plain_data_oddities_are_format_errors():
+    """``kernel_from_dict`` takes Python data, not only parsed JSON: odd keys and values, integers too long
+    to print, cycles and foreign number types are all IRFormatErrors."""
+    import numpy as np
+    d = base()
+    d[1] = 2
+    d[(1, 2)] = 3
+    rejects(d, "$: wrong keys", via_json=False)
+    for path, value in [(("num_jobs",), 10 ** 5000), (("version",), -10 ** 5000),
+                        (("body", ASSIGN, "value"), ["c", 10 ** 5000]), (("num_jobs",), np.int64(2)),
+                        (("body", ASSIGN, "value"), ["c", np.float32(1.5)]), (("storages",), ()),
+                        (("storages", 0, "shape"), (6, 4)), (("name",), b"name"), (("body",), {1, 2}),
+                        (("body", ASSIGN, "value"), ("job",)), (("body", LOAD, "args", "dst"), object())]:
+        msg = rejects(_mut(base(), path, value), via_json=False)
+        assert len(msg) < 300, msg
+    cyclic = base()
+    cyclic["body"].append({"t": "if", "cond": ["c", True], "then": cyclic["body"], "else": [], "line": 1})
+    rejects(cyclic, via_json=False)  # (caught as a slot assigned twice, or as too deep)
+    loop = ["un", "-"]
+    loop.append(loop)
+    rejects(_mut(base(), ("body", ASSIGN, "value"), loop), "nested deeper than", via_json=False)
+
+
 # ---- fuzzing ------------------------------------------------------------------------------------
 
 REPLACEMENTS = [None, True, False, 0, 1, -1, 2, 3, 7, 2 ** 31, 2 ** 62, 2 ** 63, -2 ** 63, 0.5, -0.0, 1e308,
@@ -1052,14 +1087,31 @@ def test_endless_empty_loop_is_stopped_by_the_timeout():
         kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1), timeout=0.3)
 
 
+@contextlib.contextmanager
+def address_space_limit(extra_bytes):
+    """Lower this process's soft RLIMIT_AS to its current size plus ``extra_bytes`` (restored after), so
+    that any large allocation fails at once with MemoryError."""
+    import resource
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm + extra_bytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def test_huge_spm_allocation_overflows_before_any_memory_is_allocated():
     k = tiny_kernel(spm_shape=(2 ** 20, 2 ** 20))  # 2**40 float32 elements: 4 TiB
     assert k.ir.storages[1].numel == 2 ** 40
-    with pytest.raises(RuntimeError, match="SPM"):
-        kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1))
-    k = tiny_kernel(spm_shape=(2 ** 40,))
-    with pytest.raises(RuntimeError):
-        kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1))
+    k2 = tiny_kernel(spm_shape=(2 ** 40,))
+    k3 = tiny_kernel(spm_shape=(2 ** 26,))  # 256 MiB: allocatable, but far over the SPM
+    with address_space_limit(64 << 20):  # an allocation attempt would be a MemoryError, not RuntimeError
+        for kern in (k, k2, k3):
+            with pytest.raises(RuntimeError, match="SPM") as ei:
+                kdt.launch_kernel(kern, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1))
+            assert not isinstance(ei.value, MemoryError)
 
 
 def chain_kernel(n_chains, depth, op="//"):
@@ -1090,3 +1142,35 @@ def test_building_a_hostile_program_respects_the_timeout():
     with pytest.raises(TimeoutError):
         kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1), timeout=0.05)
     assert time.monotonic() - t < 0.5
+
+
+def _load_module(tmp_path, name, src):
+    import importlib.util
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+LONG_STRINGS = {
+    "variable_name": "    {v} = kdt.alloc_spm((4,))\n    kdt.load(io_tensors['x'], {v})\n".format(v="v" * 300),
+    "alloc_label": "    t = kdt.alloc_spm((4,), name='{n}')\n    kdt.load(io_tensors['x'], t)\n".format(n="n" * 300),
+    "scalar_name": "    {v} = kdt.get_job_id()\n    t = kdt.alloc_spm((4,))\n    kdt.load(io_tensors['x'][{v}:4], t)\n"
+                   .format(v="s" * 300),
+    "print_msg": "    t = kdt.alloc_spm((4,))\n    kdt.print(t, '{m}')\n".format(m="m" * 5000),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LONG_STRINGS))
+def test_every_kernel_the_front_end_accepts_survives_the_json_boundary(tmp_path, case):
+    src = ("import kdt\n\n\ndef one_job(task_args):\n    return 1\n\n\n@kdt.kernel(num_jobs_calculator=one_job)\n"
+           "def k(task_args, io_tensors):\n" + LONG_STRINGS[case])
+    mod = _load_module(tmp_path, f"long_{case}", src)
+    try:
+        c = mod.k.compile({}, {'x': torch.zeros(4)})
+    except E.CompilationError as exc:
+        assert exc.line is not None  # rejecting it at compile time, located, is fine
+        return
+    assert kdt.CompiledKernel.from_json(c.to_json()) == c
