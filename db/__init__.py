@@ -1,8 +1,9 @@
 """The grading service's database layer: models, sessions, migrations, idempotent writes, queries.
 
 Modules (one concept each): `base` (declarative base, naming convention, UTC timestamps), `users`,
-`submissions`, `results` (per test point rows; `record_result`, `claim_attempt`), `status` (derived
-submission status), `totals` (`finalize_submission`), `pending` (sweeper query), `leaderboard`,
+`submissions`, `compiled` (compiled test points, between compile and judge), `results` (per test point
+rows; `record_result`, `claim_attempt`), `status` (derived submission status), `totals`
+(`finalize_submission`), `pending` (sweeper query), `rejudge` (reset for a rejudge), `leaderboard`,
 `session` (engines, `session_scope`), `migrate` (Alembic, programmatic), `models` (all metadata).
 
 The database URL is always passed in by the caller. The service's default is
@@ -12,8 +13,10 @@ The database URL is always passed in by the caller. The service's default is
 Every function returns plain data (dicts, ints, enums), never ORM objects, so results can cross
 process boundaries (Celery tasks get ids and re-fetch).
 """
+from db.compiled import compiled_points, delete_compiled, get_compiled, store_compiled
 from db.leaderboard import all_submissions, leaderboard
 from db.pending import pending_points
+from db.rejudge import reset_submission, submission_ids
 from db.results import VERDICTS, claim_attempt, get_result, list_results, record_result
 from db.session import make_engine, make_session_factory, resolve_url, session_scope
 from db.status import SubmissionStatus, submission_status
@@ -26,8 +29,11 @@ __all__ = [
     "SubmissionStatus",
     "all_submissions",
     "claim_attempt",
+    "compiled_points",
     "create_submission",
+    "delete_compiled",
     "finalize_submission",
+    "get_compiled",
     "get_or_create_user",
     "get_result",
     "get_submission",
@@ -39,7 +45,10 @@ __all__ = [
     "mean_task_score",
     "pending_points",
     "record_result",
+    "reset_submission",
     "resolve_url",
     "session_scope",
+    "store_compiled",
+    "submission_ids",
     "submission_status",
 ]

@@ -4,10 +4,11 @@ Alembic's `env.py` and the tests use `metadata`; application code imports the mo
 modules.
 """
 from db.base import Base
+from db.compiled import CompiledPoint
 from db.results import TestPointResult
 from db.submissions import Submission
 from db.users import User
 
 metadata = Base.metadata
 
-__all__ = ["Base", "Submission", "TestPointResult", "User", "metadata"]
+__all__ = ["Base", "CompiledPoint", "Submission", "TestPointResult", "User", "metadata"]

@@ -6,7 +6,6 @@ import inspect
 import math
 import resource
 import textwrap
-import time
 
 import pytest
 import torch
@@ -795,10 +794,9 @@ def test_a_broadcast_reduce_of_moderate_size_runs():
 
 def test_a_huge_broadcast_reduce_is_stopped():
     c = reduce_huge_broadcast.compile({'n': 3_000_000_000}, {})
-    t = time.monotonic()
-    with pytest.raises((TimeoutError, kdt.simulator.errors.LaunchError)):
+    # Refused before any numpy work (a single numpy call could not be interrupted by the timeout).
+    with pytest.raises(kdt.simulator.errors.ValueError, match="more than the simulator handles"):
         kdt.launch_kernel(c, {}, SPEC, timeout=0.2)
-    assert time.monotonic() - t < 1.0
 
 
 @contextlib.contextmanager

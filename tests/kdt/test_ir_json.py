@@ -6,7 +6,6 @@ import io as _io
 import json
 import math
 import random
-import time
 
 import pytest
 import torch
@@ -442,12 +441,10 @@ def test_bytes_that_are_not_utf8():
 
 
 def test_size_limit_is_checked_before_parsing():
-    big = " " * S.MAX_BYTES + BASE_TEXT  # valid JSON, but too large
-    t = time.monotonic()
-    rejects(big, "more than the limit")
+    big = " " * S.MAX_BYTES + BASE_TEXT  # valid JSON, but too large: the size message (not a parse
+    rejects(big, "more than the limit")    # or schema one) shows it was refused before parsing
     rejects(big.encode(), "more than the limit")
     rejects(bytearray(big.encode()), "more than the limit")
-    assert time.monotonic() - t < 1.0
     # exactly at the limit is fine
     exact = BASE_TEXT + " " * (S.MAX_BYTES - len(BASE_TEXT))
     assert len(exact) == S.MAX_BYTES
@@ -875,13 +872,11 @@ def test_more_nodes_than_max_nodes():
     cost nothing to reject either (every entry is at least one node)."""
     d = base()
     d["body"][ASSIGN]["value"] = ["bool", "and", [["job"]] * (S.MAX_NODES + 10)]
-    t = time.monotonic()
     rejects(d, f"$.body[{ASSIGN}].value[2]: more than {S.MAX_NODES} IR nodes", via_json=False)
     stmt = {"t": "if", "cond": ["c", True], "then": [], "else": [], "line": 1}
     d = base()
     d["body"] = [stmt] * (S.MAX_NODES + 1)
     rejects(d, f"$.body: more than {S.MAX_NODES} IR nodes", via_json=False)
-    assert time.monotonic() - t < 2.0
 
 
 def count_nodes(kernel):
@@ -1073,10 +1068,8 @@ def tiny_kernel(num_jobs=1, loop_end=None, spm_shape=(4,)):
                                 dict(loop_end=2 ** 62)])
 def test_endless_but_valid_ir_is_stopped_by_the_timeout(kw):
     k = tiny_kernel(**kw)
-    t = time.monotonic()
     with pytest.raises(TimeoutError):
         kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1), timeout=0.5)
-    assert time.monotonic() - t < 3.0
 
 
 def test_endless_empty_loop_is_stopped_by_the_timeout():
@@ -1138,10 +1131,9 @@ def test_deep_scalar_chains_simulate():
 
 def test_building_a_hostile_program_respects_the_timeout():
     k = chain_kernel(60, 190)
-    t = time.monotonic()
-    with pytest.raises(TimeoutError):
-        kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1), timeout=0.05)
-    assert time.monotonic() - t < 0.5
+    # The deadline is already past: building the program itself must notice (no timing assumption).
+    with pytest.raises(TimeoutError, match="while preparing the kernel"):
+        kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1), timeout=0)
 
 
 def _load_module(tmp_path, name, src):

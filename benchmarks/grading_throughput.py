@@ -1,0 +1,127 @@
+"""Grading throughput of the service (issue 4): submissions per minute with 1 and with 2 worker processes.
+
+Grades N copies of an example submission (a random comment makes each copy's sha256 differ) through the
+real path: `Service.submit` -> Redis -> a Celery worker started with `kdt-grade worker --concurrency W`
+-> SQLite (or --database-url), and times from the first submit to the last total stored. Each copy is
+graded in full (audit, sandboxed compile, ten test points). Prints one line per worker count, the
+speed-up, and checks that every copy got the same total.
+
+`--embedded` measures the embedded mode instead (no broker: the test points of one submission at a time
+over a local process pool of W processes).
+
+Run: `.venv/bin/python benchmarks/grading_throughput.py [-n 4] [--file F] [--workers 1 2]`
+(needs Redis at --redis-url, default redis://127.0.0.1:6379/14, which it flushes).
+"""
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader.config import load_settings  # noqa: E402
+from grader.service import Service  # noqa: E402
+
+KDT_GRADE = [sys.executable, "-m", "grader.cli"]
+
+
+def copies(path: Path, n: int) -> list[bytes]:
+    data = path.read_bytes()
+    return [data + f"\n# copy {i} {secrets.token_hex(8)}\n".encode() for i in range(n)]
+
+
+def start_worker(env: dict, concurrency: int, log: Path) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(KDT_GRADE + ["worker", "--concurrency", str(concurrency), "--without-mingle",
+                                             "--without-gossip", "--hostname", f"bench{concurrency}@%h"],
+                                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while b" ready." not in log.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the worker did not start:\n{log.read_text()}")
+        time.sleep(0.2)
+    return proc
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def run(files: list[bytes], workers: int, args, tmp: Path) -> tuple[float, list]:
+    data_dir = tmp / f"workers-{workers}"
+    database_url = args.database_url or f"sqlite:///{data_dir / 'kdt-grade.sqlite3'}"
+    broker_url = None if args.embedded else args.redis_url
+    settings = load_settings(data_dir=data_dir, database_url=database_url, broker_url=broker_url, workers=workers)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KDT_GRADE_")}
+    env.update(KDT_GRADE_DATA_DIR=str(data_dir), KDT_GRADE_DATABASE_URL=database_url,
+               KDT_GRADE_WORKERS=str(workers))
+    data_dir.mkdir(parents=True)
+    with Service(settings) as service:
+        service.init_db()
+        proc = None
+        if not args.embedded:
+            import redis
+
+            redis.Redis.from_url(args.redis_url).flushdb()
+            env["KDT_GRADE_BROKER_URL"] = args.redis_url
+            proc = start_worker(env, workers, tmp / f"worker-{workers}.log")
+        try:
+            t0 = time.perf_counter()
+            ids = [service.submit(data, f"copy{i}.py", f"bench{i}") for i, data in enumerate(files)]
+            states = [service.wait(i, timeout=3600, poll=0.2) for i in ids]
+            elapsed = time.perf_counter() - t0
+        finally:
+            if proc is not None:
+                stop_worker(proc)
+                redis.Redis.from_url(args.redis_url).flushdb()
+    return elapsed, [s["total"] for s in states]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=4, help="copies to grade (default 4)")
+    parser.add_argument("--file", type=Path, default=ROOT / "submissions" / "examples" / "optimized.py")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker process counts")
+    parser.add_argument("--redis-url", default=os.environ.get("KDT_GRADE_BENCH_REDIS_URL",
+                                                              "redis://127.0.0.1:6379/14"))
+    parser.add_argument("--database-url", help="default: a new SQLite file per run")
+    parser.add_argument("--embedded", action="store_true", help="no broker: the embedded process pool")
+    args = parser.parse_args()
+
+    files = copies(args.file, args.n)
+    mode = "embedded pool" if args.embedded else f"Celery + Redis ({args.redis_url})"
+    print(f"grading {args.n} copies of {args.file.name} via {mode}; {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="kdt-grade-bench-") as tmp:
+        for w in args.workers:
+            elapsed, totals = run(files, w, args, Path(tmp))
+            if len(set(totals)) != 1:
+                raise SystemExit(f"copies got different totals: {totals}")
+            results[w] = elapsed
+            print(f"{w} worker process{'es' if w > 1 else ''}: {elapsed:6.1f} s for {args.n} submissions = "
+                  f"{60 * args.n / elapsed:5.2f} submissions/min ({600 * args.n / elapsed:5.1f} test points/min), "
+                  f"total {totals[0]:.1f} each")
+    base = min(results)
+    for w in sorted(results):
+        if w != base:
+            print(f"speed-up {base} -> {w} worker processes: {results[base] / results[w]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

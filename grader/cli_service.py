@@ -1,0 +1,169 @@
+"""The contestant-facing ``kdt-grade`` commands: ``submit``, ``status``, ``leaderboard``, ``local``, ``worker``.
+
+Thin: each parses options, calls ``grader.service.Service`` (or ``grader.pipeline`` for ``local``) and
+renders plain data with ``grader.cli_output``. Configuration comes from ``KDT_GRADE_*`` (``grader.config``).
+"""
+import getpass
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from judger.grading import summarize
+from judger.tasks import TASK_IDS
+
+from . import pipeline
+from .cli_output import (csv_text, dump_json, err, leaderboard_table, out, points_progress, print_messages,
+                         result_table)
+from .config import load_settings
+from .service import Service
+
+LEADERBOARD_COLUMNS = ["rank", "user_name", "submission_id", "created", "task1", "task2", "task3", "task4",
+                       "total"]
+
+
+def _default_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user database entry (containers)
+        return "anonymous"
+
+
+def show_result(state: dict, title: str) -> None:
+    out.print(result_table(title, state["points"], state["tasks"], state["total"]))
+    print_messages(state["points"])
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--user", "user", default=_default_user, show_default="your login name", help="Contestant name.")
+@click.option("--wait", is_flag=True, help="Show progress over the test points, then the result table.")
+@click.option("--timeout", type=float, default=3600.0, show_default=True, help="Seconds --wait waits.")
+def submit(file: Path, user: str, wait: bool, timeout: float) -> None:
+    """Submit FILE for grading and print its submission id.
+
+    The file is refused (and nothing stored) if it is larger than the limit, not UTF-8 or not Python.
+    Without a broker (KDT_GRADE_BROKER_URL unset) it is graded here, before the command returns."""
+    with Service() as service:
+        try:
+            submission_id = service.accept(file.read_bytes(), file.name, user)
+        except pipeline.Rejected as exc:
+            err.print(f"[red]refused:[/red] {file.name}: {exc}. Nothing was stored.")
+            sys.exit(2)
+        out.print(f"submission {submission_id} accepted ({file.name}, user {user})")
+        sys.stdout.flush()
+        progress = points_progress() if wait else None
+        if service.settings.embedded:
+            if progress:
+                with progress:
+                    bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
+                    service.enqueue(submission_id, on_result=lambda _r: progress.advance(bar))
+            else:
+                err.print(f"grading #{submission_id} here (embedded mode: no broker configured) ...")
+                service.enqueue(submission_id)
+        else:
+            try:
+                service.enqueue(submission_id)
+            except Exception as exc:  # the broker is down: the row is committed, the sweeper will queue it
+                err.print(f"[red]submission {submission_id} is stored but could not be queued[/red] ({exc}); "
+                          "`kdt-grade admin sweep` queues it later")
+                sys.exit(1)
+            if progress:
+                with progress:
+                    bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
+                    try:
+                        service.wait(submission_id, timeout=timeout, on_progress=lambda s: progress.update(
+                            bar, completed=sum(p["state"] == "done" for p in s["points"])))
+                    except TimeoutError as exc:
+                        err.print(f"[yellow]{exc}[/yellow]; see `kdt-grade status {submission_id}`")
+                        sys.exit(1)
+        state = service.status(submission_id)
+    if wait:
+        show_result(state, f"submission {submission_id}: {state['file_name']} ({state['status']})")
+    elif state["total"] is not None:
+        out.print(f"total {state['total']:.1f} / 100; details: kdt-grade status {submission_id}")
+    else:
+        out.print(f"queued; see `kdt-grade status {submission_id}`")
+
+
+@click.command()
+@click.argument("submission_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(submission_id: int, as_json: bool) -> None:
+    """Show a submission's status and per-test-point results."""
+    with Service() as service:
+        try:
+            state = service.status(submission_id)
+        except LookupError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        dump_json(state)
+    else:
+        show_result(state, f"submission {state['id']}: {state['file_name']} by {state['user']} "
+                           f"({state['status']})")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
+def leaderboard(as_json: bool, as_csv: bool) -> None:
+    """Each user's best submission, best first (equal totals: the earlier submission first)."""
+    with Service() as service:
+        rows = service.leaderboard()
+    if as_json:
+        dump_json(rows)
+    elif as_csv:
+        sys.stdout.write(csv_text(rows, LEADERBOARD_COLUMNS))
+    else:
+        out.print(leaderboard_table(rows))
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--task", "task_id", type=click.Choice([str(t) for t in TASK_IDS]), help="Only this task.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: PointResult dicts, task scores, total.")
+def local(file: Path, task_id: str | None, as_json: bool) -> None:
+    """Grade FILE here, with no database or broker, exactly as the service does (same numbers)."""
+    settings = load_settings()
+    data = file.read_bytes()
+    try:
+        pipeline.check_source(data, settings.submission_max_bytes)
+    except pipeline.Rejected as exc:
+        err.print(f"[red]refused:[/red] {file.name}: {exc}")
+        sys.exit(2)
+    points = [p for p in pipeline.ALL_POINTS if task_id is None or p[0] == int(task_id)]
+    with pipeline.grading_pool(settings, min(settings.workers, len(points))) as pool:
+        if as_json:
+            results = pipeline.grade_source(data, settings, points, pool)
+        else:
+            with points_progress() as progress:
+                bar = progress.add_task(f"grading {file.name}", total=len(points))
+                results = pipeline.grade_source(data, settings, points, pool,
+                                                on_result=lambda _r: progress.advance(bar))
+    summary = summarize(results)
+    report = {"file": file.name, "points": [r.to_dict() for r in results], "tasks": summary["tasks"],
+              "total": summary["total"]}
+    if as_json:
+        dump_json(report)
+    else:
+        show_result(report, f"{file.name} (local)")
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--concurrency", "-c", type=int, help="Pool processes (default: KDT_GRADE_WORKERS, the CPU count).")
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.pass_context
+def worker(ctx: click.Context, concurrency: int | None, loglevel: str) -> None:
+    """Start a Celery worker with the project's settings (needs KDT_GRADE_BROKER_URL).
+
+    Further options go to `celery worker` unchanged, e.g. `kdt-grade worker -c 4 -n grader1@%h`."""
+    settings = load_settings()
+    if settings.embedded:
+        raise click.ClickException("KDT_GRADE_BROKER_URL is not set: a worker needs a broker (redis://...); "
+                                   "without one, `kdt-grade submit` grades in-process")
+    argv = [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--pool", "prefork",
+            "--concurrency", str(concurrency or settings.workers), "--loglevel", loglevel, *ctx.args]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, argv)

@@ -1,0 +1,86 @@
+"""The content-addressed store of accepted submission files (issue 4, "submissions/").
+
+Each file lives at ``<data dir>/submissions/<sha[:2]>/<sha>.py``, named by the SHA-256 of its bytes.
+Writes are atomic (a temporary file in the same directory, fsync, ``os.replace``, fsync of the directory),
+so a reader never sees a partial file, and idempotent: storing the same bytes twice keeps one file.
+The database keeps the text as well (``Submission.source``), so workers on other machines need no shared
+filesystem; this store is the organisers' archive of exactly what was accepted.
+
+Public API: ``store(data_dir, data) -> (sha256, path)``, ``load(data_dir, sha256) -> bytes``,
+``path_for(data_dir, sha256)``, ``sha256_of(data)``, ``CorruptFile``.
+"""
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class CorruptFile(OSError):
+    """A stored file whose bytes no longer hash to its name."""
+
+
+def sha256_of(data: bytes) -> str:
+    """The lowercase hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def path_for(data_dir: str | os.PathLike, sha256: str) -> Path:
+    """Where the file with this hash is stored. Raises ``ValueError`` unless ``sha256`` is 64 hex digits."""
+    if not _SHA256.fullmatch(sha256):
+        raise ValueError(f"not a lowercase hex SHA-256: {sha256!r}")
+    return Path(data_dir) / "submissions" / sha256[:2] / f"{sha256}.py"
+
+
+def store(data_dir: str | os.PathLike, data: bytes) -> tuple[str, Path]:
+    """Store ``data`` under its hash; return ``(sha256, path)``. Idempotent for the same content."""
+    sha = sha256_of(data)
+    path = path_for(data_dir, sha)
+    if path.is_file() and _intact(path, sha):
+        return sha, path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{sha[:12]}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return sha, path
+
+
+def load(data_dir: str | os.PathLike, sha256: str) -> bytes:
+    """The stored bytes of ``sha256``. Raises ``FileNotFoundError``, or ``CorruptFile`` if the bytes on
+    disk do not hash to ``sha256``."""
+    path = path_for(data_dir, sha256)
+    data = path.read_bytes()
+    if sha256_of(data) != sha256:
+        raise CorruptFile(f"{path} does not hash to its name (the file was changed on disk)")
+    return data
+
+
+def _intact(path: Path, sha: str) -> bool:
+    try:
+        return sha256_of(path.read_bytes()) == sha
+    except OSError:
+        return False
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

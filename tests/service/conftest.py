@@ -1,0 +1,124 @@
+"""Fixtures of the grading service tests: real Redis, real PostgreSQL, real Celery worker processes.
+
+- Redis: `$KDT_GRADE_TEST_REDIS_URL` (default `redis://127.0.0.1:6379/15`, a database of its own), flushed
+  before and after each test; a file lock serialises these tests across concurrent pytest runs.
+- PostgreSQL: `$KDT_GRADE_TEST_POSTGRES_URL` (default `postgresql://postgres@127.0.0.1:5432/test`), a fresh
+  schema per test (as in tests/db), dropped afterwards.
+- Workers: `kdt-grade worker` subprocesses (Celery prefork), stopped at the end of the test.
+A missing service fails the test when `$CI` is set and skips it otherwise (`service_testlib.require`).
+
+`local_results` runs `kdt-grade local FILE --json` once per session and file; the service tests assert that
+the service gives exactly those numbers.
+"""
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import re
+import uuid
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from db.session import make_engine
+from service_testlib import POSTGRES_URL, REDIS_URL, Deployment, Workers, clean_env, require, run_cli
+
+
+@pytest.fixture
+def redis_url():
+    """The test Redis database, empty; held under a machine-wide lock for the test's duration."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+    try:
+        client.ping()
+    except Exception as exc:  # any failure means "unavailable"; the reason is reported
+        require(f"Redis at {REDIS_URL} is unreachable: {exc}")
+    with open(f"/tmp/kdt-grade-test-{re.sub(r'[^A-Za-z0-9]+', '_', REDIS_URL)}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        client.flushdb()
+        try:
+            yield REDIS_URL
+        finally:
+            client.flushdb()
+            client.close()
+
+
+@functools.cache
+def _postgres_problem() -> str | None:
+    engine = make_engine(make_url(POSTGRES_URL).update_query_dict({"connect_timeout": "5"}))
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception as exc:
+        return f"PostgreSQL at {POSTGRES_URL} is unreachable: {exc}"
+    finally:
+        engine.dispose()
+    return None
+
+
+@pytest.fixture
+def postgresql_url():
+    """A PostgreSQL URL whose default schema is new and empty (dropped after the test)."""
+    require(_postgres_problem())
+    schema = f"kdt_service_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(POSTGRES_URL)
+    with admin.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path):
+    return f"sqlite:///{tmp_path / 'service.sqlite3'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request):
+    """An empty database, once per backend."""
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def make_deployment(tmp_path):
+    """`make_deployment(database_url=None, broker_url=None, **settings) -> Deployment`."""
+    made = []
+
+    def make(database_url=None, broker_url=None, **extra) -> Deployment:
+        deployment = Deployment(tmp_path, database_url, broker_url, **extra)
+        made.append(deployment)
+        return deployment
+
+    yield make
+    for deployment in made:
+        deployment.service.close()
+
+
+@pytest.fixture
+def workers():
+    """Start workers with `workers.start(deployment)`; all are stopped after the test."""
+    pool = Workers()
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def local_results():
+    """`local_results(path)`: the report of `kdt-grade local PATH --json`, computed once per session."""
+    cache: dict = {}
+
+    def get(path) -> dict:
+        if path not in cache:
+            env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
+            cache[path] = json.loads(run_cli(["local", path, "--json"], env).stdout)
+        return cache[path]
+
+    return get

@@ -1,0 +1,155 @@
+"""Paths and helpers shared by the service tests (fixtures are in conftest.py)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.config import load_settings
+from grader.service import Service
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "submissions" / "examples"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+OPTIMIZED, BASELINE = EXAMPLES / "optimized.py", EXAMPLES / "baseline.py"
+FAILING, SLOW = FIXTURES / "failing.py", FIXTURES / "slow_vadd.py"
+
+REDIS_URL = os.environ.get("KDT_GRADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+POSTGRES_URL = os.environ.get("KDT_GRADE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+_SCRIPT = Path(sys.executable).with_name("kdt-grade")
+KDT_GRADE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "grader.cli"]
+
+
+def require(problem: str | None) -> None:
+    """Fail (with `CI` set) or skip when something the test needs is missing."""
+    if problem is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{problem} (CI is set: the service tests must run)")
+    pytest.skip(problem)
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):
+    """Poll `predicate` until it returns something true; return that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def clean_env() -> dict:
+    """This process's environment without any KDT_GRADE_* setting."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("KDT_GRADE_")}
+
+
+def run_cli(args: list, env: dict, *, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `kdt-grade ARGS` with `env`; an unexpected exit code fails with the output."""
+    proc = subprocess.run(KDT_GRADE + [str(a) for a in args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kdt-grade {' '.join(map(str, args))} exited {proc.returncode}\n"
+                             f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    return proc
+
+
+class Deployment:
+    """One test deployment: its settings as environment variables (for subprocesses) and a `Service`."""
+
+    def __init__(self, tmp_path: Path, database_url: str | None, broker_url: str | None, **extra):
+        self.data_dir = tmp_path / "var"
+        self.env = clean_env()
+        self.env.update({"KDT_GRADE_DATA_DIR": str(self.data_dir), "KDT_GRADE_WORKERS": "2",
+                         "PYTHONUNBUFFERED": "1", "COLUMNS": "160"})
+        if database_url:
+            self.env["KDT_GRADE_DATABASE_URL"] = database_url
+        if broker_url:
+            self.env["KDT_GRADE_BROKER_URL"] = broker_url
+        self.env.update({f"KDT_GRADE_{k.upper()}": str(v) for k, v in extra.items()})
+        self.settings = load_settings(data_dir=self.data_dir, database_url=database_url, broker_url=broker_url,
+                                      workers=2, **extra)
+        self.service = Service(self.settings)
+        self.log_dir = tmp_path / "logs"
+        self.log_dir.mkdir(exist_ok=True)
+
+    def cli(self, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
+        return run_cli(list(args), self.env, check=check, timeout=timeout)
+
+    def status(self, submission_id: int) -> dict:
+        return self.service.status(submission_id)
+
+    def wait(self, submission_id: int, timeout: float = 300) -> dict:
+        return self.service.wait(submission_id, timeout=timeout, poll=0.3)
+
+
+class Workers:
+    """`kdt-grade worker` subprocesses of one test; each leads its own process group."""
+
+    def __init__(self):
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, deployment: Deployment, concurrency: int = 2) -> subprocess.Popen:
+        n = len(self.procs) + 1
+        log_path = deployment.log_dir / f"worker-{n}.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                KDT_GRADE + ["worker", "--concurrency", str(concurrency), "--hostname",
+                             f"test{n}-{os.getpid()}@%h", "--without-mingle", "--without-gossip"],
+                env=deployment.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+        proc.log_path = log_path
+        self.procs.append(proc)
+        wait_until(lambda: b" ready." in log_path.read_bytes() or proc.poll() is not None, 120,
+                   f"worker {n} to start (log {log_path})")
+        if proc.poll() is not None:
+            raise AssertionError(f"worker {n} exited {proc.returncode}:\n{log_path.read_text()}")
+        wait_until(lambda: len(self.children(proc)) >= concurrency, 60, f"worker {n}'s pool processes")
+        return proc
+
+    @staticmethod
+    def children(proc: subprocess.Popen) -> list[int]:
+        """The pool processes of a worker (its child processes)."""
+        try:
+            return [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            return []
+
+    def stop(self, proc: subprocess.Popen, timeout: float = 120) -> None:
+        """Warm shutdown (SIGTERM to the main process: running tasks finish first), then SIGKILL of what
+        is left of the group."""
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill(proc)
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        """SIGKILL the worker's whole process group (as if its machine were lost)."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(30)
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            self.stop(proc, timeout=30)
+
+
+def point_outcomes(points: list[dict]) -> dict:
+    """{(task, point): (verdict, cycles, score, message)} of `local --json` or `status` points."""
+    return {(p["task"], p["point"]): (p["verdict"], p["cycles"], p["score"], p["message"]) for p in points}
+
+
+def task_scores(report: dict) -> dict:
+    """{task id: score} of `local --json` or `status`."""
+    return {int(t): v["score"] for t, v in report["tasks"].items()}

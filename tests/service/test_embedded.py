@@ -1,0 +1,73 @@
+"""The embedded mode (no broker) end to end through the `kdt-grade` command on a fresh data directory
+(SQLite file created on first use), and `kdt-grade local` giving the same numbers as the service."""
+import csv
+import io
+import json
+import re
+
+import pytest
+
+from service_testlib import BASELINE, FAILING, OPTIMIZED, clean_env, point_outcomes, run_cli, task_scores
+
+pytestmark = pytest.mark.slow
+
+
+def test_embedded_mode_end_to_end_through_the_cli(make_deployment, local_results):
+    deployment = make_deployment()  # only KDT_GRADE_DATA_DIR: the README's set-up
+    assert not deployment.data_dir.exists()
+
+    out = deployment.cli("submit", OPTIMIZED, "--user", "alice", "--wait").stdout
+    lines = out.splitlines()
+    assert re.fullmatch(r"submission 1 accepted \(optimized.py, user alice\)", lines[0])
+    assert "(done)" in out and "100.0 / 100.0" in out
+    assert (deployment.data_dir / "kdt-grade.sqlite3").exists()
+    out = deployment.cli("submit", BASELINE, "--user", "bob").stdout
+    assert out.startswith("submission 2 accepted") and "total 37.3 / 100" in out
+    deployment.cli("submit", FAILING, "--user", "carol")
+
+    for submission_id, path in ((1, OPTIMIZED), (2, BASELINE), (3, FAILING)):
+        state = json.loads(json.dumps(deployment.status(submission_id)))  # as `status --json` prints it
+        local = local_results(path)
+        assert state["status"] == "done"
+        assert point_outcomes(state["points"]) == point_outcomes(local["points"])
+        assert task_scores(state) == task_scores(local) and state["total"] == local["total"]
+        assert [p["utilisation"] for p in state["points"]] == [p["utilisation"] for p in local["points"]]
+
+    board = json.loads(deployment.cli("leaderboard", "--json").stdout)
+    assert [(r["rank"], r["user_name"], r["submission_id"]) for r in board] == [(1, "alice", 1), (2, "bob", 2),
+                                                                                  (3, "carol", 3)]
+    rows = list(csv.DictReader(io.StringIO(deployment.cli("leaderboard", "--csv").stdout)))
+    assert [r["user_name"] for r in rows] == ["alice", "bob", "carol"]
+    assert float(rows[1]["total"]) == local_results(BASELINE)["total"]
+    table = deployment.cli("leaderboard").stdout
+    assert table.index("alice") < table.index("bob") < table.index("carol")
+
+    shown = deployment.cli("admin", "show", 3, "--source").stdout
+    assert "UnsupportedFeatureError" in shown and FAILING.read_text().splitlines()[-1] in shown
+    listed = json.loads(deployment.cli("admin", "submissions", "--json").stdout)
+    assert [(r["submission_id"], r["status"]) for r in listed] == [(1, "done"), (2, "done"), (3, "done")]
+
+    out = deployment.cli("admin", "rejudge", 3).stdout
+    assert "graded 1 submission(s): 3" in out
+    state = json.loads(deployment.cli("status", 3, "--json").stdout)
+    assert point_outcomes(state["points"]) == point_outcomes(local_results(FAILING)["points"])
+    assert [p["attempts"] for p in state["points"]] == [1] * 10
+    assert "nothing is missing or stuck" in deployment.cli("admin", "sweep", "--older-than", "0").stdout
+    assert "no submission with id 9" in deployment.cli("status", 9, check=False).stderr
+
+
+def test_local_runs_one_task_and_refuses_what_the_intake_refuses(tmp_path, local_results):
+    env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
+    report = json.loads(run_cli(["local", FAILING, "--task", "2", "--json"], env).stdout)
+    assert [(p["task"], p["point"], p["verdict"]) for p in report["points"]] == [(2, 0, "WA"), (2, 1, "WA")]
+    assert report["total"] == 0.0 and list(report["tasks"]) == ["2"]
+    assert point_outcomes(report["points"]).items() <= point_outcomes(local_results(FAILING)["points"]).items()
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(b"\xff\xfe not text")
+    proc = run_cli(["local", bad], env, check=False)
+    assert proc.returncode == 2 and "not UTF-8" in proc.stderr
+
+
+def test_the_worker_command_needs_a_broker():
+    proc = run_cli(["worker"], clean_env(), check=False)
+    assert proc.returncode == 1 and "KDT_GRADE_BROKER_URL is not set" in proc.stderr

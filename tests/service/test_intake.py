@@ -1,0 +1,68 @@
+"""Intake: accepted files are stored (file + row); refused ones leave nothing behind (no file, no row)."""
+import pytest
+
+import db
+from grader import storage
+from grader.pipeline import Rejected
+
+from service_testlib import BASELINE
+
+
+@pytest.fixture
+def deployment(make_deployment, sqlite_url):
+    return make_deployment(database_url=sqlite_url, submission_max_bytes=4096)
+
+
+def _stored_files(deployment):
+    root = deployment.data_dir / "submissions"
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def _rows(deployment):
+    with deployment.service.session() as session:
+        return db.all_submissions(session)
+
+
+def test_an_accepted_file_is_stored_by_hash_and_in_the_database(deployment):
+    data = b"import kdt\n\ndef get_kernel(task_id):\n    return None\n"
+    submission_id = deployment.service.accept(data, "/some/dir/kernel.py", "alice")
+    sha = storage.sha256_of(data)
+    assert storage.load(deployment.data_dir, sha) == data
+    with deployment.service.session() as session:
+        row = db.get_submission(session, submission_id, include_source=True)
+    assert (row["file_name"], row["sha256"], row["source"]) == ("kernel.py", sha, data.decode())
+    assert deployment.service.source(submission_id) == data
+    assert deployment.status(submission_id)["status"] == "queued"
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"x = 1\n" + b"#" * 5000, "the limit is 4096 bytes"),
+    (b"x = '\xff\xfe'\n", "not UTF-8"),
+    (b"def get_kernel(:\n", "not valid Python: line 1"),
+    (b"   \n", "empty"),
+    (b"x = 1\x00\n", "Python"),
+])
+def test_refused_files_store_nothing(deployment, data, reason):
+    with pytest.raises(Rejected, match=reason):
+        deployment.service.accept(data, "kernel.py", "alice")
+    assert _stored_files(deployment) == []
+    assert _rows(deployment) == []
+
+
+@pytest.mark.parametrize("file_name, user", [("kernel.py", ""), ("kernel.py", "u" * 101), ("", "alice")])
+def test_bad_names_are_refused_before_anything_is_stored(deployment, file_name, user):
+    with pytest.raises(Rejected):
+        deployment.service.accept(b"x = 1\n", file_name, user)
+    assert _stored_files(deployment) == [] and _rows(deployment) == []
+
+
+def test_the_submit_command_refuses_clearly_and_stores_nothing(deployment, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(b"def f(:\n    pass\n")
+    big = tmp_path / "big.py"
+    big.write_bytes(BASELINE.read_bytes() * 2)  # over the 4096-byte limit of this deployment
+    for path, reason in ((bad, "not valid Python"), (big, "the limit is 4096 bytes")):
+        proc = deployment.cli("submit", path, "--user", "alice", check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert "refused" in proc.stderr and reason in proc.stderr and "Nothing was stored" in proc.stderr
+    assert _stored_files(deployment) == [] and _rows(deployment) == []
