@@ -68,6 +68,9 @@ def bench_instruction_bound(jobs: int, repeat: int):
 
 def load_flash_attention():
     path = SHARED / "conformance" / "cases" / "c19_flash_attention_small.py"
+    if not path.is_file():
+        raise SystemExit(f"{path} not found: the benchmark reads ../shared next to the repository; "
+                         "set KDT_SHARED_DIR=/path/to/shared")
     spec = importlib.util.spec_from_file_location("c19_flash_attention_small", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

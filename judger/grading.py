@@ -189,7 +189,8 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
             lines = [] if trial == 1 else [f"trial {trial} of {TRIALS}:"]
             if not kdt.utils.check_is_allclose(task.output, io[task.output], ref, abs_tol, rel_tol,
                                                COS_DIFF_TOL, out=lines.append):
-                return result(Verdict.WA, cycles, message="\n".join(lines + ["Incorrect result"]))
+                return result(Verdict.WA, cycles, message="\n".join(lines + _unwritten_hint(io[task.output], ref)
+                                                                    + ["Incorrect result"]))
         return result(Verdict.AC, cycles, scoring.point_score(cycles, point.threshold))
     except MemoryError:  # the grading service's limit (MLE), not a bug of the judge
         raise
@@ -294,6 +295,17 @@ def summarize(results: Iterable[PointResult]) -> dict:
 
 
 # ---- messages --------------------------------------------------------------------------------------
+
+def _unwritten_hint(out: torch.Tensor, ref: torch.Tensor) -> list:
+    """Outputs that start as NaN (task 4's ``O``) stay NaN where the kernel never stored: say so."""
+    if not out.is_floating_point():
+        return []
+    missing = int((torch.isnan(out) & ~torch.isnan(ref)).sum())
+    if not missing:
+        return []
+    return [f"{missing} of {out.numel()} output elements are NaN where the reference is not: the output "
+            "starts filled with NaN, so the kernel probably never stored those elements"]
+
 
 class _NullWriter:
     def write(self, s):

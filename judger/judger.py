@@ -128,6 +128,8 @@ def main(argv=None) -> int:
                                                                "summary per test point into DIR")
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not os.path.isfile(args.kernel_impl_path):
+        parser.error(f"--kernel-impl-path: no such file: {args.kernel_impl_path}")  # exit status 2
     task_ids = (args.task,) if args.task is not None else TASK_IDS
     if args.json:
         stdout = sys.stdout

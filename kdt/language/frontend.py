@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from ..ir import nodes as ir
 from ..ir.affine import affine, expr_type, to_expr
 from ..ir.ops import OPS, REDUCE_OPS
-from ..ir.scalar import BINARY, COMPARE, UNARY, binary_type, same_type, type_of_value, unary_type
+from ..ir.scalar import (BINARY, COMPARE, INT_LIMIT, UNARY, binary_type, checked, same_type, type_of_value,
+                         unary_type)
 from ..ir.serialize import MAX_MSG, MAX_NAME
 from . import errors as E
 
@@ -75,10 +76,12 @@ class KernelBuilder(ast.NodeVisitor):
     ``line_offset``/``col_offset`` map the parsed (dedented) snippet back to the submitted file.
     """
 
-    def __init__(self, task_args: dict, io_meta: list, line_offset: int, col_offset: int):
+    def __init__(self, task_args: dict, io_meta: list, line_offset: int, col_offset: int,
+                 source_lines: list | None = None):
         self.task_args = task_args
         self.line_offset = line_offset
         self.col_offset = col_offset
+        self.source_lines = source_lines or []
         self.storages: list[ir.Storage] = [ir.Storage(i, "io", m.name, m.shape, m.dtype)
                                            for i, m in enumerate(io_meta)]
         self.io_index = {m.name: i for i, m in enumerate(io_meta)}
@@ -92,9 +95,14 @@ class KernelBuilder(ast.NodeVisitor):
     # ---- error helpers --------------------------------------------------------------------------
 
     def error(self, cls, node, message):
-        line = getattr(node, "lineno", 1) + self.line_offset
-        col = getattr(node, "col_offset", 0) + self.col_offset + 1
-        return cls(message, line, col)
+        return cls(message, getattr(node, "lineno", 1) + self.line_offset, self.column(node))
+
+    def column(self, node) -> int:
+        """1-based character column in the file (the AST counts UTF-8 bytes of the dedented line)."""
+        lineno, offset = getattr(node, "lineno", 1), getattr(node, "col_offset", 0)
+        if 0 < lineno <= len(self.source_lines):
+            offset = len(self.source_lines[lineno - 1].encode("utf-8")[:offset].decode("utf-8", "ignore"))
+        return offset + self.col_offset + 1
 
     def line(self, node) -> int:
         return node.lineno + self.line_offset
@@ -122,8 +130,8 @@ class KernelBuilder(ast.NodeVisitor):
         if (names != ["task_args", "io_tensors"] or args.posonlyargs or args.vararg or args.kwonlyargs
                 or args.kwarg or args.defaults):
             raise self.error(E.CompilationError, fn,
-                             "a kernel must be declared as 'def kernel(task_args, io_tensors)', "
-                             f"got ({', '.join(names)})")
+                             "a kernel must be declared as 'def kernel(task_args, io_tensors)' (exactly these "
+                             f"two parameters, no defaults, *args or **kwargs), got ({ast.unparse(args)})")
         self.scopes[0].update(task_args=_TASK_ARGS, io_tensors=_IO_TENSORS)
         body = fn.body
         if body and _is_docstring(body[0]):
@@ -260,6 +268,9 @@ class KernelBuilder(ast.NodeVisitor):
         raise self.error(E.ConstantRequiredError, node, f"{what} must be a compile-time constant")
 
     def visit_Constant(self, node: ast.Constant):
+        if type(node.value) is int and abs(node.value) > INT_LIMIT:
+            raise self.error(E.ConstantRequiredError, node, f"integer constant {node.value} is outside "
+                             f"[-2**62, 2**62], the range of KDT scalars")
         if type(node.value) in (int, float, bool):
             return _const(node.value)
         if isinstance(node.value, str):
@@ -325,9 +336,9 @@ class KernelBuilder(ast.NodeVisitor):
         """Fold a constant operation; one that fails (e.g. ``1 // 0``) is left to fail at launch."""
         if is_const:
             try:
-                return _const(compute())
+                return _const(checked(compute()))
             except (ArithmeticError, ValueError, TypeError):
-                pass
+                pass  # e.g. 1 // 0, or an int beyond 2**62: evaluated (and failing) at launch
         return Scalar(expr, type_)
 
     def visit_Attribute(self, node):
@@ -463,7 +474,7 @@ class KernelBuilder(ast.NodeVisitor):
             else:
                 args[p.name] = self.const(expr, f"'{p.name}' of kdt.{name}")
         self.check_consts(name, node, bound, args)
-        self.emit(ir.Inst(name, args, self.line(node), node.col_offset + self.col_offset + 1))
+        self.emit(ir.Inst(name, args, self.line(node), self.column(node)))
 
     def check_consts(self, name, node, bound, args):
         if name == "reduce":
@@ -514,8 +525,7 @@ class KernelBuilder(ast.NodeVisitor):
         st = ir.Storage(len(self.storages), "spm", _label(str(label)), tuple(shape), dtype)
         self.storages.append(st)
         view = _full_view(st)
-        self.emit(ir.Inst("fill", {"out": view, "value": init}, self.line(node),
-                          node.col_offset + self.col_offset + 1, alloc=True))
+        self.emit(ir.Inst("fill", {"out": view, "value": init}, self.line(node), self.column(node), alloc=True))
         return Tile(view, dtype)
 
     def call_slice(self, node):

@@ -6,6 +6,7 @@
 """
 import ast
 import inspect
+import numbers
 import textwrap
 
 import torch
@@ -13,7 +14,7 @@ import torch
 from ..ir import nodes as ir
 from ..ir.kernel import CompiledKernel
 from ..ir.ops import OPS
-from ..ir.serialize import IRFormatError, kernel_from_dict, kernel_to_dict
+from ..ir.serialize import IRFormatError, dumps, loads
 from . import errors as E
 from .frontend import KernelBuilder
 
@@ -46,9 +47,9 @@ class KernelFunction:
         """
         task_args = _check_task_args(task_args)
         io_meta = _io_meta(io_tensors)
-        fn_node, line_offset, col_offset = _parse(self.fn)
+        fn_node, line_offset, col_offset, lines = _parse(self.fn)
         num_jobs = self._num_jobs(task_args)
-        builder = KernelBuilder(task_args, io_meta, line_offset, col_offset)
+        builder = KernelBuilder(task_args, io_meta, line_offset, col_offset, lines)
         return CompiledKernel(_within_ir_limits(builder.build(fn_node, self.__name__, num_jobs)))
 
     def _num_jobs(self, task_args) -> int:
@@ -56,9 +57,9 @@ class KernelFunction:
             n = self.num_jobs_calculator(dict(task_args))
         except Exception as exc:
             raise E.CompilationError(f"num_jobs_calculator raised {type(exc).__name__}: {exc}") from exc
-        if type(n) is not int or n <= 0:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
             raise E.CompilationError(f"num_jobs_calculator must return a positive int, got {n!r}")
-        return n
+        return int(n)  # numpy integers are fine too
 
 
 def kernel(num_jobs_calculator):
@@ -77,7 +78,7 @@ def _within_ir_limits(kernel: ir.Kernel) -> ir.Kernel:
     """The kernel, after checking it passes the strict IR loader (depth, size and count limits): the
     grading service moves it as JSON, and a kernel too big for that must fail here, as a compile error."""
     try:
-        kernel_from_dict(kernel_to_dict(kernel))
+        loads(dumps(kernel))  # the very check (byte size included) the trusted worker applies
     except IRFormatError as exc:
         raise E.CompilationError(f"the kernel exceeds the limits of the KDT IR: {exc}") from None
     return kernel
@@ -87,7 +88,9 @@ def _check_task_args(task_args) -> dict:
     if not isinstance(task_args, dict):
         raise E.ConstantRequiredError(f"task_args must be a dict, got {type(task_args).__name__}")
     for k, v in task_args.items():
-        if not isinstance(k, str) or type(v) is not int:
+        if not isinstance(k, str):
+            raise E.ConstantRequiredError(f"task_args keys must be strings, got {k!r}")
+        if type(v) is not int:
             raise E.ConstantRequiredError(f"task_args['{k}'] must be an int, got {type(v).__name__}")
     return dict(task_args)
 
@@ -125,7 +128,7 @@ def _parse(fn):
     fn_node = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if not isinstance(fn_node, ast.FunctionDef):
         raise E.CompilationError("a kernel must be a plain 'def' function")
-    return fn_node, first - 1, indent
+    return fn_node, first - 1, indent, dedented.splitlines()
 
 
 class Tile:

@@ -7,7 +7,7 @@ from operator import itemgetter
 
 from ..ir import nodes as ir
 from ..ir.affine import affine
-from ..ir.scalar import BINARY, COMPARE, UNARY, checked
+from ..ir.scalar import BINARY, COMPARE, INT_LIMIT, UNARY, checked
 from .errors import TypeError as LaunchTypeError
 
 
@@ -21,10 +21,17 @@ def compile_expr(e, slot_types):
     top-level expression is tried in affine form (sub-expressions compile plainly: O(size) overall)."""
     form = affine(e, slot_types) if type(e) in (ir.Binary, ir.Unary) else None
     # Only pure-int atoms: a bool variable would come back as True/False where Python gives 1/0.
-    if form is not None and all(type(a) is ir.JobId or (type(a) is ir.Var and slot_types.get(a.slot) == "int")
-                                for a in form[0]):
+    if form is not None and form[0] and _in_range(form) and all(
+            type(a) is ir.JobId or (type(a) is ir.Var and slot_types.get(a.slot) == "int") for a in form[0]):
         return _affine_closure(form)
     return _plain(e, slot_types)
+
+
+def _in_range(form) -> bool:
+    """Coefficients and constant within the scalar range: else evaluate plainly, so the range checks of
+    ``*`` and ``<<`` apply exactly as without the rewrite."""
+    coeffs, c = form
+    return abs(c) <= INT_LIMIT and all(abs(k) <= INT_LIMIT for k in coeffs.values())
 
 
 def _slot(atom) -> int:
@@ -76,9 +83,8 @@ def _plain(e, slot_types):
 
         def ifexp(env):
             v = c(env)
-            if type(v) is not bool:
-                raise LaunchTypeError(f"a conditional expression needs a bool condition, got "
-                                      f"{type(v).__name__} {v!r}")
+            if type(v) is not bool:  # a plain TypeError: the statement running it adds its line
+                raise TypeError(f"a conditional expression needs a bool condition, got {type(v).__name__} {v!r}")
             return a(env) if v else b(env)
 
         return ifexp

@@ -80,6 +80,8 @@ def _run_jobs(kernel, body, state: JobState, profile) -> list:
         body(env)
         job_cycles.append(state.job_end - base)
         base = state.job_end
+    if now() > state.deadline:  # a long last instruction: finishing late is still a timeout
+        raise SimulationTimeout("simulation passed its wall-clock limit in the last job")
     return job_cycles
 
 
@@ -105,6 +107,9 @@ def _io_arrays(kernel, io_tensors):
             raise LaunchValueError(f"io_tensors['{st.name}'] is {t.dtype} {tuple(t.shape)}, the kernel was "
                                    f"compiled for {st.dtype} {st.shape}")
         t = t.detach()
+        if any(st_ == 0 and sz > 1 for st_, sz in zip(t.stride(), t.shape)):
+            raise LaunchValueError(f"io_tensors['{st.name}'] repeats memory (an expanded tensor, stride 0); "
+                                   "pass a contiguous tensor, e.g. .contiguous()")
         if t.is_contiguous():
             arrays[st.id] = t.view(-1).numpy()
         else:

@@ -70,8 +70,11 @@ class Profile:
         return {job: [TraceEntry(*r) for r in raw] for job, raw in self._raw.items()}
 
     def trace(self, job: int) -> list:
-        """``[[op, issue, finish], ...]`` of one job, the conformance format."""
-        return [[r[0], r[1], r[2]] for r in self._raw.get(job, [])]
+        """``[[op, issue, finish], ...]`` of one job, the conformance format; ``KeyError`` for a job
+        that was not traced (not selected, or not in the launch)."""
+        if job not in self._raw:
+            raise KeyError(f"job {job} was not traced (traced: {sorted(self._raw)})")
+        return [[r[0], r[1], r[2]] for r in self._raw[job]]
 
     def summary(self) -> dict:
         """Per-unit busy cycles and utilisation of the traced jobs, and the bottleneck unit.
@@ -103,7 +106,7 @@ class Profile:
                 "jobs": len(self.runs), "traced_jobs": len(self._raw), "traced_cycles": traced_cycles,
                 "instructions": counts, "busy_cycles": busy, "utilisation": util,
                 "kernel_utilisation": {u: busy[u] / capacity for u in busy} if all_traced else None,
-                "bottleneck": max(("MXM", "VXM", "ISU"), key=lambda u: util[u])}
+                "bottleneck": max(("MXM", "VXM", "ISU"), key=lambda u: util[u]) if busy["ISU"] else None}
 
     def to_perfetto(self) -> dict:
         """Chrome trace / Perfetto JSON: one process per SM, one thread per unit and a job track; loads

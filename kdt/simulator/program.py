@@ -58,10 +58,15 @@ def guarded(f, line: int):
         except LaunchError:
             raise
         except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-            if isinstance(exc, builtins.TypeError):
-                raise LaunchTypeError(f"Line {line}: {exc}") from None
-            raise LaunchValueError(f"Line {line}: {type(exc).__name__}: {exc}") from None
+            raise scalar_error(f"Line {line}", exc) from None
     return run
+
+
+def scalar_error(where: str, exc: Exception) -> LaunchError:
+    """The launch error for a Python error of a scalar computation (``TypeError`` stays a TypeError)."""
+    if isinstance(exc, builtins.TypeError):
+        return LaunchTypeError(f"{where}: {exc}")
+    return LaunchValueError(f"{where}: {type(exc).__name__}: {exc}")
 
 
 class ViewResolver:
@@ -107,8 +112,8 @@ class ViewResolver:
         off, sizes = int(off), tuple(int(s) for s in sizes)
         if math.prod(sizes) > MAX_VIEW_ELEMENTS:
             raise LaunchValueError(f"{self.where}: a view of {math.prod(sizes)} elements (sizes {sizes}) is more "
-                                   f"than the simulator handles ({MAX_VIEW_ELEMENTS}); only broadcast views "
-                                   "can be this large")
+                                   f"than the simulator handles ({MAX_VIEW_ELEMENTS}; no contest kernel needs "
+                                   "a view this large)")
         check_bounds(self.st, off, sizes, self.strides, self.where)
         return RV(self.st, off, sizes, self.strides)
 
@@ -287,7 +292,7 @@ class ProgramBuilder:
             except LaunchError:
                 raise
             except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-                raise LaunchValueError(f"{where}: {type(exc).__name__}: {exc}") from None
+                raise scalar_error(where, exc) from None
             issue = state.next_issue
             if unit:
                 free = state.free[unit]

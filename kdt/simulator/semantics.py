@@ -28,21 +28,28 @@ def _ufunc2(uf):
     return compute
 
 
+def _number(value, what: str):
+    """A scalar operand as float32; anything but a number (e.g. an unset slot) is a TypeError."""
+    if type(value) not in (int, float, bool):
+        raise TypeError(f"{what} must be a number, got {type(value).__name__} {value!r}")
+    return _F32(value)
+
+
 def _power_base(yf):  # exp: out = y ** x
     def compute(ins, o, env):
-        o.write(np.power(_F32(yf(env)), ins[0].data, dtype=np.float32))
+        o.write(np.power(_number(yf(env), "y"), ins[0].data, dtype=np.float32))
     return compute
 
 
 def _log(yf):  # out = log base y of x (the handout's natural-log bug is not reproduced, spec §6.5)
     def compute(ins, o, env):
-        o.write(np.log(ins[0].data, dtype=np.float32) / np.log(_F32(yf(env))))
+        o.write(np.log(ins[0].data, dtype=np.float32) / np.log(_number(yf(env), "y")))
     return compute
 
 
 def _pow(yf):  # out = x ** y
     def compute(ins, o, env):
-        o.write(np.power(ins[0].data, _F32(yf(env)), dtype=np.float32))
+        o.write(np.power(ins[0].data, _number(yf(env), "y"), dtype=np.float32))
     return compute
 
 
@@ -58,10 +65,22 @@ def _reduce(op, dim):
     return compute
 
 
+# One numpy call cannot be interrupted by the wall-clock limit: bound one matmul's multiply-adds (the
+# contest's largest tile products are about 2**23; all-broadcast views could ask for 2**39).
+MAX_MATMUL_MACS = 1 << 32
+
+
 def _matmul(accf):
     def compute(ins, o, env):
+        (m, k), n = ins[0].shape, ins[1].shape[1]
+        if m * k * n > MAX_MATMUL_MACS:
+            raise ValueError(f"a {m}x{k}x{n} matmul is more than the simulator handles ({MAX_MATMUL_MACS} "
+                             "multiply-adds; no contest kernel needs one this large)")
+        acc = accf(env)
+        if type(acc) not in (bool, int):
+            raise TypeError(f"accumulate must be a bool, got {type(acc).__name__} {acc!r}")
         prod = np.matmul(ins[0].data, ins[1].data)
-        if accf(env):
+        if acc:
             prod = prod + o.data
         o.write(prod)
     return compute

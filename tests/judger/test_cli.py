@@ -153,3 +153,10 @@ def test_bad_arguments(capsys):
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2 and "--kernel-impl-path" in capsys.readouterr().err
+
+
+def test_a_missing_submission_file_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--kernel-impl-path", "no/such/file.py"])
+    assert info.value.code == 2
+    assert "no such file: no/such/file.py" in capsys.readouterr().err

@@ -155,7 +155,9 @@ def test_wrong_result_carries_the_comparisons_diagnostics():
 def test_unwritten_nan_output_is_wrong():
     r = grade("wrong_result", 4, 0)
     assert r.verdict is Verdict.WA
-    assert r.message == "[O] nan positions differ (first at [0, 0])\nIncorrect result"
+    assert r.message == ("[O] nan positions differ (first at [0, 0])\n"
+                         "131072 of 131072 output elements are NaN where the reference is not: the output starts "
+                         "filled with NaN, so the kernel probably never stored those elements\nIncorrect result")
     assert r.utilisation == 1024 * 128 * 2 * 128 / 1001 / (2048 * 8)
 
 

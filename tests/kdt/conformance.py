@@ -13,6 +13,9 @@ from kdt.language.errors import CompilationError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = Path(os.environ.get("KDT_SHARED_DIR", ROOT.parent / "shared")) / "conformance"
+if not (CONFORMANCE / "expected.json").is_file():
+    raise RuntimeError(f"the shared conformance cases are not at {CONFORMANCE}: the tests read ../shared next to "
+                       "the repository (as CI does); elsewhere set KDT_SHARED_DIR=/path/to/shared")
 EXPECTED = json.loads((CONFORMANCE / "expected.json").read_text())
 CASES = sorted(EXPECTED)
 

@@ -122,7 +122,9 @@ def test_profile_of_selected_jobs_only():
     prof = kdt.Profile(jobs=[1])
     assert kdt.launch_kernel(c, io, kdt.TPUSpec(num_sms=2, load_store_latency=10), profile=prof) == 48
     assert set(prof.traces) == {1}
-    assert prof.trace(0) == [] and prof.trace(2) == []
+    for job in (0, 2, 99):  # not traced, or not in the launch: an error, not an empty trace
+        with pytest.raises(KeyError, match=f"job {job} was not traced"):
+            prof.trace(job)
     assert prof.trace(1) == [["fill", 1, 1], ["fill", 1, 1], ["load", 1, 11], ["load", 2, 12], ["add", 12, 14],
                              ["store", 14, 24]]
     assert len(prof.runs) == 3  # the placement is always complete
@@ -176,9 +178,12 @@ def test_perfetto_export(tmp_path):
 
 def test_an_unused_profile_is_empty():
     prof = kdt.Profile()
-    assert prof.traces == {} and prof.runs == [] and prof.trace(0) == []
+    assert prof.traces == {} and prof.runs == []
+    with pytest.raises(KeyError):
+        prof.trace(0)
     s = prof.summary()
     assert s["busy_cycles"] == {"ISU": 0, "MEM": 0, "VXM": 0, "MXM": 0} and s["jobs"] == 0
+    assert s["bottleneck"] is None  # nothing ran, so no unit is the bottleneck
     assert prof.to_perfetto()["traceEvents"] == []
 
 
