@@ -11,7 +11,6 @@ Run: ``.venv/bin/python benchmarks/sim_throughput.py [--quick] [--repeat N]``
 import argparse
 import importlib.util
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 import kdt
+from timing import best_time
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KDT_SHARED_DIR", ROOT.parent / "shared"))
@@ -42,15 +42,6 @@ def count_instructions(compiled, io, spec) -> int:
     prof = kdt.Profile()
     kdt.launch_kernel(compiled, io, spec, profile=prof)
     return sum(len(t) for t in prof.traces.values())
-
-
-def best_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def bench_instruction_bound(jobs: int, repeat: int):

@@ -9,68 +9,29 @@ Both get the schema from the Alembic migrations, like the service does.
 """
 from __future__ import annotations
 
-import functools
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.migrate import upgrade
 from db.session import make_engine, make_session_factory, session_scope
 from db.submissions import create_submission
 from db.users import get_or_create_user
+from tests.shared_services import fresh_postgres_schema
 
-POSTGRES_URL = os.environ.get("KDT_GRADE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-# The contest's numbers (judging.md); in production they come from the judger package.
-WEIGHTS = {1: 10, 2: 20, 3: 30, 4: 40}
-POINTS_PER_TASK = {1: 2, 2: 2, 3: 2, 4: 4}
-
-
-@functools.cache
-def _postgres_problem() -> str | None:
-    """Return why PostgreSQL can't be used, or None if it answers."""
-    engine = make_engine(make_url(POSTGRES_URL).update_query_dict({"connect_timeout": "5"}))
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except Exception as error:  # any failure to connect means "unavailable"; the reason is reported
-        return f"PostgreSQL at {POSTGRES_URL} is unreachable: {error}"
-    finally:
-        engine.dispose()
-    return None
-
-
-def _require_postgres() -> None:
-    problem = _postgres_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{problem} (CI is set: PostgreSQL tests must run)")
-    pytest.skip(problem)
+# The contest's numbers (judging.md) come from the judger package, as in production.
+from judger.tasks import POINTS_PER_TASK, WEIGHTS  # noqa: E402,F401
 
 
 @pytest.fixture
 def postgresql_url() -> Iterator[str]:
     """A PostgreSQL URL whose default schema is a fresh, empty schema, dropped after the test."""
-    _require_postgres()
-    schema = f"kdt_test_{uuid.uuid4().hex[:16]}"
-    admin = make_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_postgres_schema("kdt_test") as url:
+        yield url
 
 
 @pytest.fixture

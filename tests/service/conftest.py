@@ -13,17 +13,13 @@ the service gives exactly those numbers.
 from __future__ import annotations
 
 import fcntl
-import functools
 import json
 import re
-import uuid
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
-from db.session import make_engine
-from service_testlib import POSTGRES_URL, REDIS_URL, Deployment, Workers, clean_env, require, run_cli
+from service_testlib import REDIS_URL, Deployment, Workers, clean_env, require, run_cli
+from tests.shared_services import fresh_postgres_schema
 
 
 @pytest.fixture
@@ -46,34 +42,11 @@ def redis_url():
             client.close()
 
 
-@functools.cache
-def _postgres_problem() -> str | None:
-    engine = make_engine(make_url(POSTGRES_URL).update_query_dict({"connect_timeout": "5"}))
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except Exception as exc:
-        return f"PostgreSQL at {POSTGRES_URL} is unreachable: {exc}"
-    finally:
-        engine.dispose()
-    return None
-
-
 @pytest.fixture
 def postgresql_url():
     """A PostgreSQL URL whose default schema is new and empty (dropped after the test)."""
-    require(_postgres_problem())
-    schema = f"kdt_service_{uuid.uuid4().hex[:12]}"
-    admin = make_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_postgres_schema("kdt_service") as url:
+        yield url
 
 
 @pytest.fixture

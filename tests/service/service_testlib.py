@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from grader.config import load_settings
 from grader.service import Service
+from tests.shared_services import POSTGRES_URL, require  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "submissions" / "examples"
@@ -20,18 +20,8 @@ OPTIMIZED, BASELINE = EXAMPLES / "optimized.py", EXAMPLES / "baseline.py"
 FAILING, SLOW = FIXTURES / "failing.py", FIXTURES / "slow_vadd.py"
 
 REDIS_URL = os.environ.get("KDT_GRADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-POSTGRES_URL = os.environ.get("KDT_GRADE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 _SCRIPT = Path(sys.executable).with_name("kdt-grade")
 KDT_GRADE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "grader.cli"]
-
-
-def require(problem: str | None) -> None:
-    """Fail (with `CI` set) or skip when something the test needs is missing."""
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{problem} (CI is set: the service tests must run)")
-    pytest.skip(problem)
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.2):

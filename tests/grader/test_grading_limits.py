@@ -1,0 +1,40 @@
+"""The grading process's memory limit (issue 5: ``MLE``), through ``grader.pipeline.judge`` in a real
+subprocess whose address space is capped with the pipeline's own ``limit_memory``."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.config import load_settings
+from grader.pipeline import prepare
+
+FIXTURE = Path(__file__).parent / "fixtures" / "limits" / "big_temporary.py"
+
+CHILD = r"""
+import json, sys
+from grader.config import load_settings
+from grader.pipeline import judge, limit_memory
+
+compiled_point = json.loads(sys.stdin.read())
+vm_kib = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1])
+limit_memory(vm_kib // 1024 + int(sys.argv[1]))  # what is mapped now plus a margin in MiB
+r = judge(1, 0, compiled_point, load_settings())
+print(json.dumps(r.to_dict()))
+"""
+
+
+def judge_with_margin(compiled_point: dict, margin_mb: int) -> dict:
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(margin_mb)], input=json.dumps(compiled_point),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_running_out_of_grading_memory_is_mle_and_enough_memory_is_ac_or_wa():
+    compiled = prepare(FIXTURE.read_bytes(), [(1, 0)], load_settings())[(1, 0)]
+    assert "ir" in compiled, compiled
+    tight = judge_with_margin(compiled, 64)
+    assert tight["verdict"] == "MLE" and tight["score"] == 0
+    assert "more than" in tight["message"] and "MiB of memory" in tight["message"]
+    roomy = judge_with_margin(compiled, 2048)  # the same kernel with room: it runs (wrong output: WA)
+    assert roomy["verdict"] == "WA" and roomy["cycles"] is not None
