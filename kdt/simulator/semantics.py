@@ -8,7 +8,6 @@ import math
 import numpy as np
 import torch
 
-from .errors import ShapeError
 
 _BINARY_UFUNCS = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
