@@ -58,6 +58,8 @@ RULES: dict[str, str] = {
     "denied-route": "a file, native-code or escape route: DENIED_ROUTES, DENIED_ATTRIBUTES, or a name "
                     "outside the public API of an allowed standard-library module",
     "private-attribute": "an `_`-prefixed attribute of an imported module (`torch._C`)",
+    "introspection": "a frame, generator, coroutine, traceback or code attribute (`g.gi_frame.f_builtins`), "
+                     "which reaches the builtins and the judge's own frames",
     "module-assign": "assignment, augmented assignment, deletion or setattr of an attribute or item "
                      "of an imported module",
     "module-alias": "an imported module handed around as a plain value, out of the audit's sight",
@@ -184,6 +186,18 @@ MAX_ALIAS_DEPTH = 12
 
 #: Dunder names a module or class may define (stores only; reading any dunder name is a violation).
 ALLOWED_DUNDER_STORES: frozenset[str] = frozenset({"__all__", "__slots__", "__version__", "__author__"})
+
+#: Attributes of frames, generators, coroutines, async generators, tracebacks and code objects, on any
+#: object: no kernel needs them, and they lead to the builtins (``f_builtins``) and the judge's frames.
+INTROSPECTION_ATTRIBUTES: frozenset[str] = frozenset({
+    "gi_frame", "gi_code", "gi_yieldfrom", "gi_running", "gi_suspended",
+    "cr_frame", "cr_code", "cr_await", "cr_origin", "cr_running",
+    "ag_frame", "ag_code", "ag_await", "ag_running",
+    "f_back", "f_builtins", "f_globals", "f_locals", "f_code", "f_trace", "f_lasti", "f_lineno",
+    "tb_frame", "tb_next", "tb_lasti", "tb_lineno",
+    "co_code", "co_consts", "co_names", "co_varnames", "co_filename", "co_lines", "co_positions",
+    "func_globals", "func_code", "im_func", "im_self",
+})
 
 #: Statements allowed at top level besides string literals and the main block.
 TOP_LEVEL_STATEMENTS: tuple[type[ast.stmt], ...] = (
@@ -813,6 +827,9 @@ class _Auditor:
         if _is_dunder(node.attr) and not _is_super_init(node):
             self._report("dunder", node, f"the dunder attribute `.{node.attr}` reaches interpreter internals "
                          "(only `super().__init__` is allowed)")
+        if node.attr in INTROSPECTION_ATTRIBUTES:
+            self._report("introspection", node, f"`.{node.attr}` is interpreter introspection (frames, "
+                         "generators, tracebacks, code objects), which kernels never need")
         self._check_route(node)
         if not isinstance(node.ctx, ast.Load):
             self._check_assign(node, node.value, f".{node.attr}")

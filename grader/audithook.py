@@ -34,15 +34,12 @@ class Recorder:
         self.allowed = tuple(os.path.realpath(r) + os.sep for r in allowed_roots)
         self.events: list = []
         self.limit = limit
-        self.active = True
 
     def note(self, event: str, detail: str, blocked: bool) -> None:
         if len(self.events) < self.limit:
             self.events.append({"event": event, "detail": detail[:300], "blocked": blocked})
 
     def __call__(self, event: str, args) -> None:
-        if not self.active:
-            return
         if event == "open":
             self.check_open(args)
         elif event.startswith(BLOCKED_PREFIXES):

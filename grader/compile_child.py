@@ -38,12 +38,11 @@ def main(argv=None) -> int:
     points = [tuple(int(x) for x in p.split(":")) for p in args.points.split(",") if p]
     source = os.path.abspath(args.submission)
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; the child must write nothing
-    recorder = audithook.install(_allowed_roots(source))
+    events = audithook.install(_allowed_roots(source)).events
     try:
         _compile_all(source, points, out, args.point_cpu_seconds)
-    finally:
-        recorder.active = False
-        out.write(json.dumps({"events": recorder.events}) + "\n")
+    finally:  # writing to the already-open pipe raises no audit event: the hook never needs turning off
+        out.write(json.dumps({"events": events}) + "\n")
         out.flush()
     return 0
 
@@ -98,11 +97,13 @@ def _emit(out, task_id, index, ir=None, error=None):
 
 
 def _allowed_roots(source):
-    """Where the child may read: its own directory, the Python installation and our packages."""
+    """Where the child may read: its own directory, the Python installation and the packages it imports
+    (never the repository root: the default data directory lives there)."""
+    import grader
     import judger
 
     roots = {os.path.dirname(source), sys.prefix, sys.base_prefix, os.path.dirname(os.__file__),
-             os.path.dirname(os.path.dirname(kdt.__file__)), os.path.dirname(judger.__file__),
+             os.path.dirname(kdt.__file__), os.path.dirname(judger.__file__), os.path.dirname(grader.__file__),
              os.path.dirname(os.path.dirname(torch.__file__)), os.path.dirname(os.path.dirname(numpy.__file__)),
              "/proc/self", "/dev/null", "/dev/urandom", "/usr/share/zoneinfo"}
     return sorted(roots)

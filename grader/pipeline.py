@@ -42,7 +42,7 @@ def check_source(data: bytes, max_bytes: int) -> str:
     if not data.strip():
         raise Rejected("the file is empty")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark is fine, as for Python itself
     except UnicodeDecodeError as exc:
         raise Rejected(f"the file is not UTF-8 text (byte {exc.start})") from None
     try:
@@ -57,7 +57,7 @@ def check_source(data: bytes, max_bytes: int) -> str:
 def prepare(source: bytes, points, settings: Settings) -> dict:
     """Audit and compile: ``{(task, point): compiled point}`` (plain data, see the module docstring)."""
     t0 = time.perf_counter()
-    report = audit_source(source.decode("utf-8", "replace"), "submission.py")
+    report = audit_source(source.decode("utf-8-sig", "replace"), "submission.py")
     if not report.ok:
         message = "security violation: the static audit refused the file\n" + report.format()
         return {p: _failure("SV", message, time.perf_counter() - t0) for p in points}

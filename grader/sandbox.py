@@ -11,9 +11,9 @@ it carrying this run's marker are killed before ``run_sandboxed`` returns.
 """
 import ctypes
 import ctypes.util
+import fcntl
 import logging
 import os
-import pwd
 import resource
 import selectors
 import shutil
@@ -25,12 +25,19 @@ import sysconfig
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
 
 CLONE_NEWNET = 0x40000000
-SANDBOX_USER = "nobody"
+UID_BASE, UID_SLOTS = 61000, 1000  # uids of sandboxed children (no passwd entries needed)
+UID_LOCK_DIR = "/tmp/kdt-sandbox-uids"
+CLONE_NEWNS = 0x00020000
+MS_REC, MS_PRIVATE = 0x4000, 0x40000
+# Hidden from the child by an empty tmpfs (mount namespace): Unix sockets of local services such as
+# PostgreSQL live here, and a network namespace does not cover filesystem sockets.
+HIDDEN_DIRS = ("/run", "/dev/shm")
 _MARKER = "KDT_SANDBOX_RUN"
 # The child's entry: a constant (no caller data is formatted into code); what to run comes on argv.
 _BOOTSTRAP = (
@@ -90,23 +97,28 @@ def run_sandboxed(entry: tuple, args: list, files: dict, limits: SandboxLimits) 
     workdir = tempfile.mkdtemp(prefix="kdt-sandbox-")
     run_id = uuid.uuid4().hex
     try:
-        user = _sandbox_user()
-        for name, content in files.items():
-            path = os.path.join(workdir, os.path.basename(name))
-            with open(path, "wb") as f:
-                f.write(content)
-            os.chmod(path, 0o444)
-        if user:
-            os.chown(workdir, user.pw_uid, user.pw_gid)
-        os.chmod(workdir, 0o700)
-        python, site_dir = _interpreter(user)
-        if user is not None and python is None:
-            user = None  # no interpreter the sandbox user can run: keep our uid (logged)
-            python, site_dir = sys.executable, ""
-        argv = [python, "-I", "-c", _BOOTSTRAP, entry[0], entry[1], site_dir, *args]
-        return _run(argv, workdir, run_id, user, limits)
+        with _sandbox_uid() as user:
+            return _prepare_and_run(entry, args, files, limits, workdir, run_id, user)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _prepare_and_run(entry, args, files, limits, workdir, run_id, user) -> SandboxRun:
+    """Fill the work directory (readable by the child's uid only) and run the child."""
+    for name, content in files.items():
+        path = os.path.join(workdir, os.path.basename(name))
+        with open(path, "wb") as f:
+            f.write(content)
+        os.chmod(path, 0o444)
+    if user:
+        os.chown(workdir, *user)
+    os.chmod(workdir, 0o700)
+    python, site_dir = _interpreter(user)
+    if user is not None and python is None:
+        user = None  # no interpreter the sandbox user can run: keep our uid (logged)
+        python, site_dir = sys.executable, ""
+    argv = [python, "-I", "-c", _BOOTSTRAP, entry[0], entry[1], site_dir, *args]
+    return _run(argv, workdir, run_id, user, limits)
 
 
 def _run(argv, workdir, run_id, user, limits) -> SandboxRun:
@@ -128,9 +140,9 @@ def _run(argv, workdir, run_id, user, limits) -> SandboxRun:
     finally:
         os.close(read_fd)
         _kill_group(proc)
-        escaped = _kill_escapees(run_id)
+        escaped = _kill_escapees(run_id, uid=user[0] if user is not None else None)
         if user is not None:
-            _await_reaped(user.pw_uid)
+            _await_reaped(user[0])
     returncode = proc.returncode
     signal_name = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
     if status == "finished":
@@ -193,7 +205,10 @@ def _child_setup(limits: SandboxLimits, user, netns: bool):
     def setup():
         os.setsid()
         if libc is not None:
-            libc.unshare(CLONE_NEWNET)
+            libc.unshare(CLONE_NEWNET | CLONE_NEWNS)
+            if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0:
+                for d in HIDDEN_DIRS:
+                    libc.mount(b"tmpfs", d.encode(), b"tmpfs", 0, b"size=64k,mode=755")
         for res, value in ((resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1)),
                            (resource.RLIMIT_AS, (limits.memory_bytes,) * 2),
                            (resource.RLIMIT_FSIZE, (limits.file_bytes,) * 2),
@@ -203,8 +218,8 @@ def _child_setup(limits: SandboxLimits, user, netns: bool):
             resource.setrlimit(res, value)
         if user is not None:
             os.setgroups([])
-            os.setgid(user.pw_gid)
-            os.setuid(user.pw_uid)
+            os.setgid(user[1])
+            os.setuid(user[0])
     return setup
 
 
@@ -215,15 +230,15 @@ def _kill_group(proc):
         pass
 
 
-def _kill_escapees(run_id: str, patience: float = 5.0) -> int:
-    """Kill every process still carrying this run's marker (it may have left the process group), and
-    wait until they are gone so the next run starts with the sandbox user's process count back at 0.
-    Returns how many processes had to be killed here."""
+def _kill_escapees(run_id: str, uid: int | None = None, patience: float = 5.0) -> int:
+    """Kill every process still carrying this run's marker (it may have left the process group) or, with
+    ``uid``, running as this run's own user id (a process can scrub its environment, not its uid), and
+    wait until they are gone. Returns how many processes had to be killed here."""
     marker = f"{_MARKER}={run_id}".encode()
     killed, seen = 0, set()
     deadline = time.monotonic() + patience
     while True:
-        alive = [pid for pid in _pids() if _has_marker(pid, marker)]
+        alive = [pid for pid in _pids() if (uid is not None and _uid_of(pid) == uid) or _has_marker(pid, marker)]
         if not alive or time.monotonic() > deadline:
             return killed
         for pid in alive:
@@ -258,6 +273,17 @@ def _pids():
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
+def _uid_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def _has_marker(pid: int, marker: bytes) -> bool:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
@@ -266,15 +292,28 @@ def _has_marker(pid: int, marker: bytes) -> bool:
         return False
 
 
-def _sandbox_user():
-    """``nobody`` when we are root (so RLIMIT_NPROC applies and our files are out of reach), else None."""
+@contextmanager
+def _sandbox_uid():
+    """A user id of this run's own, when we are root: ``(uid, gid)``, else None. Each concurrent run gets
+    a different one (an flock-ed slot in ``UID_LOCK_DIR``), so children cannot read each other's files,
+    signal each other or share RLIMIT_NPROC, and every process left with that uid can be killed at the end."""
     if os.geteuid() != 0:
-        return None
-    try:
-        return pwd.getpwnam(SANDBOX_USER)
-    except KeyError:
-        log.warning("no '%s' user: the sandbox child keeps our uid", SANDBOX_USER)
-        return None
+        yield None
+        return
+    os.makedirs(UID_LOCK_DIR, mode=0o700, exist_ok=True)
+    for uid in range(UID_BASE, UID_BASE + UID_SLOTS):
+        fd = os.open(os.path.join(UID_LOCK_DIR, str(uid)), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield uid, uid
+        finally:
+            os.close(fd)  # releases the lock
+        return
+    raise RuntimeError(f"all {UID_SLOTS} sandbox user ids are in use")
 
 
 def _interpreter(user):
@@ -312,7 +351,8 @@ def network_isolation_available() -> bool:
     """Whether a child can get its own (empty) network namespace here; probed once and logged."""
     if "ok" not in _NETNS:
         try:
-            ok = subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=10).returncode == 0
+            ok = subprocess.run(["unshare", "--net", "--mount", "true"], capture_output=True,
+                                timeout=10).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             ok = False
         if not ok:

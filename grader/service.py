@@ -73,7 +73,7 @@ class Service:
 
     def _database_url(self) -> str:
         if self.settings.database_url is None:  # the default SQLite file lives in the data directory
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+            storage.private_dir(self.settings.data_dir)
         return self.settings.db_url
 
     def session(self):

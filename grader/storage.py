@@ -34,12 +34,21 @@ def path_for(data_dir: str | os.PathLike, sha256: str) -> Path:
     return Path(data_dir) / "submissions" / sha256[:2] / f"{sha256}.py"
 
 
+def private_dir(path: Path) -> None:
+    """Create the data directory readable by its owner only: sandboxed children run as other users and
+    must never read stored submissions or the SQLite database."""
+    path.mkdir(parents=True, exist_ok=True)
+    if path.stat().st_uid == os.geteuid():
+        os.chmod(path, 0o700)
+
+
 def store(data_dir: str | os.PathLike, data: bytes) -> tuple[str, Path]:
     """Store ``data`` under its hash; return ``(sha256, path)``. Idempotent for the same content."""
     sha = sha256_of(data)
     path = path_for(data_dir, sha)
     if path.is_file() and _intact(path, sha):
         return sha, path
+    private_dir(Path(data_dir))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{sha[:12]}.", suffix=".tmp", dir=path.parent)
     try:
@@ -47,7 +56,7 @@ def store(data_dir: str | os.PathLike, data: bytes) -> tuple[str, Path]:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

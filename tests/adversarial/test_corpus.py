@@ -71,6 +71,52 @@ judger.scoring.point_score = lambda cycles, threshold: 100.0
     assert [(r.verdict.value, r.cycles) for r in results] == [("AC", 332), ("AC", 4822)]
 
 
+def test_with_the_audit_bypassed_the_sandbox_still_keeps_secrets_and_sources(tmp_path, monkeypatch):
+    """Defence in depth: a submission that got past the static audit reaches the builtins through a frame,
+    clears what the audit hook recorded, and tries to read the grader's environment and a stored
+    submission. The OS walls hold: its own user id cannot read either."""
+    secret = "s3cret-" + os.urandom(4).hex()
+    monkeypatch.setenv("KDT_GRADE_DATABASE_URL", f"postgresql://kdt:{secret}@db/kdt")
+    from grader import storage
+    stored_sha, stored = storage.store(tmp_path / "data", b"# another contestant's kernel " + secret.encode())
+    source = f"""
+import kdt
+
+
+def _b():
+    g = (i for i in [0])
+    return g.gi_frame.f_builtins
+
+
+B = _b()
+
+
+def get_kernel(task_id):
+    sys = B['__import__']('sys')
+    os = B['__import__']('os')
+    f = sys._getframe()
+    while f is not None:
+        if isinstance(f.f_locals.get('events'), list):
+            f.f_locals['events'].clear()
+        f = f.f_back
+    found = []
+    for path in ('/proc/%d/environ' % os.getppid(), {str(stored)!r}):
+        try:
+            found.append(B['open'](path, 'rb').read().decode('latin-1'))
+        except Exception as exc:
+            found.append(type(exc).__name__)
+    raise RuntimeError(' | '.join(found))
+""".encode()
+    from grader.compile import compile_submission
+    outcome = compile_submission(source, [(1, 0)], SETTINGS.sandbox_limits)
+    failure = outcome.kernels[(1, 0)]
+    assert failure.verdict in ("SV", "CE")
+    assert secret not in failure.message
+    # Either the hook's record survived (SV) or the reads failed at the OS (the child's own uid).
+    assert failure.verdict == "SV" or failure.message.count("PermissionError") == 2
+    assert secret.encode() in stored.read_bytes()  # the file is there; the child just cannot read it
+
+
 def test_malicious_ir_from_a_tampered_child_is_refused():
     """A child that writes hand-made JSON on the result pipe: malformed records or IR are SV, and a
     well-formed IR with absurd sizes is stopped by the trusted simulator's own checks."""

@@ -141,6 +141,8 @@ VIOLATIONS = [
     ("import numpy as np\nv = np.lib.stride_tricks.as_strided\n", "denied-route", 2),
     # private-attribute
     ("import torch\nC = torch._C\n", "private-attribute", 2),
+    ("def f():\n    g = (i for i in [0])\n    return g.gi_frame\n", "introspection", 3),
+    ("def f(e):\n    return e.tb_frame\n", "introspection", 2),
     ("from torch import _C\n", "private-attribute", 1),
     ("import numpy as np\ncore = np._core\n", "private-attribute", 2),
     ("import kdt._internal as ki\n", "private-attribute", 1),
