@@ -46,7 +46,9 @@ def test_missing_files_and_malformed_hashes(tmp_path):
             storage.path_for(tmp_path, bad)
 
 
-def test_stored_files_are_readable_but_not_world_writable(tmp_path):
-    _, path = storage.store(tmp_path, b"a = 1\n")
-    mode = os.stat(path).st_mode & 0o777
-    assert mode & 0o444 == 0o444 and not mode & 0o022
+def test_stored_files_are_private_to_the_service(tmp_path):
+    """Sandboxed children run under other user ids: they must not read stored submissions."""
+    data = tmp_path / "data"
+    _, path = storage.store(data, b"a = 1\n")
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert os.stat(data).st_mode & 0o777 == 0o700
