@@ -27,9 +27,10 @@ class CompiledKernel:
 
     def print_ir(self, file=None) -> None:
         """Print a readable form of the IR (to stdout by default)."""
-        print(kernel_str(self.ir), file=file or sys.stdout)
+        print(self.ir_text(), file=file or sys.stdout)
 
     def ir_text(self) -> str:
+        """The readable IR as a string."""
         return kernel_str(self.ir)
 
     def to_json(self) -> str:

@@ -76,3 +76,10 @@ UNARY_OPERATORS = ("-", "+", "not")
 BOOL_OPERATORS = ("and", "or")
 
 DTYPES = ("float32", "bool")
+
+
+def torch_dtypes() -> dict:
+    """torch dtype -> KDT dtype name, for io tensors (checked at compile and again at launch)."""
+    import torch  # the IR itself needs no torch; only the io boundary does
+
+    return {torch.float32: "float32", torch.bool: "bool"}

@@ -13,12 +13,13 @@ import torch
 
 from ..ir import nodes as ir
 from ..ir.kernel import CompiledKernel
-from ..ir.ops import OPS
+from ..ir.ops import OPS, torch_dtypes
 from ..ir.serialize import IRFormatError, dumps, loads
 from . import errors as E
 from .frontend import KernelBuilder
 
-_DTYPES = {torch.float32: "float32", torch.bool: "bool"}
+TORCH_DTYPES = torch_dtypes()
+
 
 
 class KernelFunction:
@@ -102,11 +103,11 @@ def _io_meta(io_tensors) -> list:
     for name, t in io_tensors.items():
         if not isinstance(name, str):
             raise E.TypeError(f"io_tensors keys must be strings, got {name!r}")
-        if not isinstance(t, torch.Tensor) or t.dtype not in _DTYPES or t.device.type != "cpu":
+        if not isinstance(t, torch.Tensor) or t.dtype not in TORCH_DTYPES or t.device.type != "cpu":
             got = f"{t.dtype} on {t.device}" if isinstance(t, torch.Tensor) else type(t).__name__
             raise E.TypeError(f"io_tensors['{name}'] must be a CPU torch.float32 or torch.bool tensor, "
                               f"got {got}")
-        meta.append(ir.TensorMeta(name, tuple(int(s) for s in t.shape), _DTYPES[t.dtype]))
+        meta.append(ir.TensorMeta(name, tuple(int(s) for s in t.shape), TORCH_DTYPES[t.dtype]))
     return meta
 
 

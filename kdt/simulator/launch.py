@@ -7,6 +7,7 @@ import torch
 from threadpoolctl import ThreadpoolController
 
 from ..ir.kernel import CompiledKernel
+from ..ir.ops import torch_dtypes
 from .errors import SPMOverflowError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
@@ -16,7 +17,7 @@ from .schedule import assign_jobs
 from .spec import TPUSpec
 
 DEFAULT_TIMEOUT = 20.0
-_DTYPES = {torch.float32: "float32", torch.bool: "bool"}
+TORCH_DTYPES = torch_dtypes()
 _BLAS: list = []  # one ThreadpoolController, made on first launch (it scans the loaded libraries)
 
 
@@ -103,7 +104,7 @@ def _io_arrays(kernel, io_tensors):
             raise LaunchValueError(f"io_tensors['{st.name}'] is not a tensor")
         if t.device.type != "cpu":
             raise LaunchValueError(f"io_tensors['{st.name}'] must be on the CPU, it is on {t.device}")
-        if _DTYPES.get(t.dtype) != st.dtype or tuple(t.shape) != st.shape:
+        if TORCH_DTYPES.get(t.dtype) != st.dtype or tuple(t.shape) != st.shape:
             raise LaunchValueError(f"io_tensors['{st.name}'] is {t.dtype} {tuple(t.shape)}, the kernel was "
                                    f"compiled for {st.dtype} {st.shape}")
         t = t.detach()

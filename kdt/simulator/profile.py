@@ -5,9 +5,6 @@ Pass a ``Profile`` to ``kdt.launch_kernel(..., profile=p)``; without one nothing
 import json
 from dataclasses import dataclass
 
-UNITS = ("MEM", "VXM", "MXM", "FREE")
-
-
 @dataclass(frozen=True, slots=True)
 class TraceEntry:
     """One executed instruction of a job: DSL op name, issue and finish cycle (relative to the job's

@@ -1,16 +1,15 @@
 """The KDT-DSL front end (spec §2) and the launch-time checks (§1, §3): every language feature real
 submissions rely on is compiled *and* launched, with its outputs and its cycles (computed by hand from
 §4) asserted. Unless a test says otherwise the machine is one SM with L_mem = 10."""
-import contextlib
 import inspect
 import math
-import resource
 import textwrap
 
 import pytest
 import torch
 
 import kdt
+from kdt_testlib import address_space_limit
 from kdt.language import errors as E
 
 SPEC = kdt.TPUSpec(num_sms=1, load_store_latency=10)
@@ -799,17 +798,6 @@ def test_a_huge_broadcast_reduce_is_stopped():
         kdt.launch_kernel(c, {}, SPEC, timeout=0.2)
 
 
-@contextlib.contextmanager
-def address_space_limit(extra_bytes):
-    """Lower this process's soft RLIMIT_AS to its current size plus ``extra_bytes`` (restored after)."""
-    with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (vm + extra_bytes, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def test_a_huge_broadcast_output_is_a_launch_error():

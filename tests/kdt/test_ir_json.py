@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import kdt
+from kdt_testlib import address_space_limit
 from kdt.ir import nodes as irn
 from kdt.ir import serialize as S
 from kdt.ir.ops import BINARY_OPERATORS, BOOL_OPERATORS, COMPARE_OPERATORS, OPS, UNARY_OPERATORS
@@ -1080,19 +1081,6 @@ def test_endless_empty_loop_is_stopped_by_the_timeout():
         kdt.launch_kernel(k, {'x': torch.zeros(4)}, kdt.TPUSpec(num_sms=1, load_store_latency=1), timeout=0.3)
 
 
-@contextlib.contextmanager
-def address_space_limit(extra_bytes):
-    """Lower this process's soft RLIMIT_AS to its current size plus ``extra_bytes`` (restored after), so
-    that any large allocation fails at once with MemoryError."""
-    import resource
-    with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (vm + extra_bytes, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def test_huge_spm_allocation_overflows_before_any_memory_is_allocated():
