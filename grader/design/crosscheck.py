@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.design.document import entries, modules
+from grader.design.document import entries, module_ids, modules, name_of
 from grader.design.generate import GenerateError, golden_function, parse_golden, positional_parameters, read_golden_source
 from grader.design.naming import parse_module_ref
 from grader.design.shapes import ShapeExprError, eval_shape
@@ -49,13 +49,15 @@ def golden_findings(data: dict, golden: str | Path) -> Iterator[str]:
 
 def _final_entries(data: dict) -> dict[str, dict]:
     """Final output name -> its declaring module output entry (where the source resolves)."""
-    by_id = {mid: m for mid, m in ((module.get("id"), module) for _, module in modules(data))}
+    by_id: dict[int, dict] = {}
+    for _, module, mid in module_ids(data):
+        by_id.setdefault(mid, module)
     found = {}
     for _, final in entries(data.get("final_outputs")):
         module = by_id.get(parse_module_ref(final.get("source")))
         for _, out in entries(module.get("outputs") if module else None):
             if out.get("name") == final.get("name"):
-                found[final["name"]] = out
+                found[name_of(final)] = out
     return found
 
 
@@ -70,7 +72,7 @@ def task_findings(data: dict, task_id: Any) -> Iterator[str]:
         yield f"no judged task {task_id!r}; tasks are {', '.join(map(str, sorted(TASKS)))}"
         return
     wanted = [n for n in task.inputs if n != task.output]
-    primaries = {p.get("name"): p for _, p in entries(data.get("primary_inputs"))}
+    primaries = {name_of(p): p for _, p in entries(data.get("primary_inputs"))}
     if list(primaries) != wanted:
         yield f"primary_inputs are ({', '.join(map(str, primaries))}); task {task.id} has ({', '.join(wanted)})"
     finals = _final_entries(data)

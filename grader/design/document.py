@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["is_int", "as_list", "entries", "modules", "module_ids", "outputs_by_id", "primary_names",
+__all__ = ["is_int", "as_list", "entries", "name_of", "modules", "module_ids", "outputs_by_id", "primary_names",
            "shaped_entries"]
 
 
@@ -26,6 +26,13 @@ def entries(value: object) -> Iterator[tuple[int, dict]]:
     for index, entry in enumerate(as_list(value)):
         if isinstance(entry, dict):
             yield index, entry
+
+
+def name_of(entry: dict) -> object:
+    """An entry's `name`, safe to put in a set: a YAML scalar as is; a list or mapping (which can
+    equal no declared name) becomes a fresh object that matches nothing."""
+    name = entry.get("name")
+    return name if name is None or isinstance(name, (str, int, float)) else object()
 
 
 def modules(data: dict) -> Iterator[tuple[int, dict]]:
@@ -48,12 +55,12 @@ def outputs_by_id(data: dict) -> dict[int, set]:
     """Module id -> the names of its outputs (the first module with an id wins)."""
     found: dict[int, set] = {}
     for _, module, mid in module_ids(data):
-        found.setdefault(mid, {o.get("name") for _, o in entries(module.get("outputs"))})
+        found.setdefault(mid, {name_of(o) for _, o in entries(module.get("outputs"))})
     return found
 
 
 def primary_names(data: dict) -> set:
-    return {p.get("name") for _, p in entries(data.get("primary_inputs"))}
+    return {name_of(p) for _, p in entries(data.get("primary_inputs"))}
 
 
 def shaped_entries(data: dict) -> Iterator[tuple[str, dict]]:

@@ -195,7 +195,7 @@ def _dims(data: dict) -> Iterator[str]:
 def _kdt_dtype(data: dict) -> Iterator[str]:
     for where, entry in shaped_entries(data):
         dtype = entry.get("dtype")
-        if dtype in DTYPES and dtype not in KDT_DTYPES:  # others are rule6's
+        if isinstance(dtype, str) and dtype in DTYPES and dtype not in KDT_DTYPES:  # others are rule6's
             yield f"{where}: dtype {dtype!r}: KDT tensors are float32 or bool"
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from grader.design.document import (as_list, entries, is_int, module_ids, modules, outputs_by_id,
+from grader.design.document import (as_list, entries, is_int, module_ids, modules, name_of, outputs_by_id,
                                     primary_names, shaped_entries)
 from grader.design.naming import parse_module_ref
 from grader.design.shapes import ShapeExprError, parse_dim, parse_shape
@@ -64,9 +64,10 @@ def rule0_gate(data: Any) -> Iterator[str]:
         yield "'modules' must be a non-empty list"
 
 
-def _check_ref(source: object, bound: int | None, outputs: dict[int, set], name: object,
-               strict_less: bool) -> str | None:
-    """Why `source` is not a valid reference to an output `name` of an earlier module, or None."""
+def _check_ref(entry: dict, bound: int | None, outputs: dict[int, set], strict_less: bool) -> str | None:
+    """Why the entry's `source` is not a valid reference to an output of an earlier module that
+    has the entry's name, or None."""
+    source = entry.get("source")
     j = parse_module_ref(source)
     if j is None:
         return f"source {source!r} is not 'module_<j>' (or the legacy 'phase_<j>')"
@@ -75,8 +76,8 @@ def _check_ref(source: object, bound: int | None, outputs: dict[int, set], name:
         return f"source {source!r} must refer to a module id {relation} {bound}"
     if j not in outputs:
         return f"source {source!r} refers to no module with id {j}"
-    if name not in outputs[j]:
-        return f"module {j} has no output named {name!r}"
+    if name_of(entry) not in outputs[j]:
+        return f"module {j} has no output named {entry.get('name')!r}"
     return None
 
 
@@ -84,7 +85,7 @@ def _rule1_primary_sources(data: dict) -> Iterator[str]:
     primaries = primary_names(data)
     for m, module in modules(data):
         for i, inp in entries(module.get("inputs")):
-            if inp.get("source") == "primary" and inp.get("name") not in primaries:
+            if inp.get("source") == "primary" and name_of(inp) not in primaries:
                 yield f"modules[{m}].inputs[{i}] {inp.get('name')!r} is not a primary input"
 
 
@@ -94,7 +95,7 @@ def _rule2_module_sources(data: dict) -> Iterator[str]:
         for i, inp in entries(module.get("inputs")):
             if inp.get("source") == "primary":
                 continue
-            problem = _check_ref(inp.get("source"), mid, outputs, inp.get("name"), strict_less=True)
+            problem = _check_ref(inp, mid, outputs, strict_less=True)
             if problem:
                 yield f"modules[{m}].inputs[{i}] {inp.get('name')!r}: {problem}"
 
@@ -104,7 +105,7 @@ def _rule3_final_sources(data: dict) -> Iterator[str]:
     count = data.get("module_count")
     bound = count if is_int(count) else None
     for i, final in entries(data.get("final_outputs")):
-        problem = _check_ref(final.get("source"), bound, outputs, final.get("name"), strict_less=False)
+        problem = _check_ref(final, bound, outputs, strict_less=False)
         if problem:
             yield f"final_outputs[{i}] {final.get('name')!r}: {problem}"
 

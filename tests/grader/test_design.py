@@ -689,3 +689,53 @@ def test_self_test_misjudged_warning_is_caught():
     # a warning case that actually breaks a rule, and a clean case that warns, both misbehave
     assert not run_self_test((SelfTestCase("warns only?", lambda d, s: d.update(module_count=9), ("ids",)),))[0].ok
     assert not run_self_test((SelfTestCase("clean?", lambda d, s: d.update(is_fusion=False)),))[0].ok
+
+
+# --- robustness: any value anywhere is a finding, never a crash -------------------------------
+
+_WEIRD = [None, [], {}, [1], {"a": 1}, 1.5, True, "x", ["x"], [[1]], {"k": [1]}, -3, "[M, ]", "TODO"]
+
+
+def _leaf_paths(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaf_paths(item, path + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaf_paths(item, path + (i,))
+
+
+def _replaced(doc, path, value):
+    doc = copy.deepcopy(doc)
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_validate_never_raises_on_odd_values(spelling, tmp_path):
+    """Every position of the sample contract replaced by each odd value: validation (strict, with
+    the golden check) returns a report; the rules and checks report, they do not crash."""
+    base = contract(spelling)
+    statuses = set()
+    for path in list(_leaf_paths(base))[1:]:
+        for value in _WEIRD:
+            report = validate_contract(_replaced(base, path, value), strict=True, golden=GOLDEN)
+            statuses.add(report.status)
+    assert statuses == {"PASS", "FAIL"}  # some replacements are harmless (a description "x")
+
+
+def test_task_check_never_raises_on_odd_values():
+    base = yaml.safe_load((Path(__file__).parents[2] / "judger/contracts/task1_vector_add/module_interfaces.yaml")
+                          .read_text())
+    for path in [("primary_inputs", 0, "name"), ("primary_inputs", 0, "shape"), ("primary_inputs", 1, "dtype"),
+                 ("modules", 0, "id"), ("final_outputs", 0, "source"), ("final_outputs", 0, "name"),
+                 ("modules", 0, "outputs", 0, "shape")]:
+        for value in _WEIRD:
+            report = validate_contract(_replaced(base, path, value), task=1)
+            assert report.status in ("PASS", "FAIL")
+            if path[-1] in ("name", "shape") and value != base["primary_inputs"][0]["shape"]:
+                assert "task" in report.warning_ids or report.rules, (path, value)  # never silently accepted

@@ -2,7 +2,7 @@
 
 This module is how CI runs `validate`, `verify` and `check` on the four task contracts: `.ci/run`
 runs the whole test suite, and for every task in `judger/contracts/` the tests below run
-- `kdt-grade design validate judger/contracts/task<N>_<op>/module_interfaces.yaml`            (PASS),
+- `kdt-grade design validate --strict --golden ... --task N judger/contracts/task<N>_<op>/module_interfaces.yaml` (PASS),
 - `kdt-grade design verify ... --golden judger/contracts/task<N>_<op>/golden.py`             (PASS),
 - `kdt-grade design check ... --kernel submissions/examples/optimized.py --task N`           (PASS,
   with the units the kernel really uses),
@@ -27,7 +27,6 @@ import kdt
 from grader.cli import main
 from grader.design.check import CheckReport, check_contract, check_file, compare_units, units_used
 from grader.design.contract import validate_contract, validate_file
-from grader.design.generate import generate_from_file
 from grader.design.verify import load_golden_module, verify_contract, verify_file
 from judger.contracts import CONTRACTS, get_contract
 from judger.grading import trial_inputs
