@@ -54,7 +54,9 @@ def _summary(report: ValidationReport) -> str:
     """The last line of `validate`'s text output: both rule sets and their verdicts."""
     rules = f"FAIL on {', '.join(sorted(report.rules))}" if report.rules else "PASS"
     ids = sorted(report.warning_ids, key=CHECK_IDS.index)
-    if not ids:
+    if "rule0" in report.rules:
+        extra = "not run (rule0 stops validation)"
+    elif not ids:
         extra = "no warnings"
     elif report.strict:
         extra = f"FAIL on {', '.join(ids)} (--strict)"

@@ -124,6 +124,13 @@ def test_cli_json_broken_pypto_gym_contract():
     assert [w["rule"] for w in payload["warnings"]] == ["verification", "fusion"] + ["kdt_dtype"] * 3
 
 
+def test_cli_text_rule0_stops_validation():
+    result = invoke("validate", GYM / "broken_gate.yaml")
+    assert result.exit_code == 1
+    assert result.stdout == ("FAIL\nrule0: missing required key 'module_count'\n"
+                             "rules 0-7 (PyPTO-Gym): FAIL on rule0; extra checks: not run (rule0 stops validation)\n")
+
+
 def test_cli_exit_codes_follow_pypto_gym_without_strict():
     for name, (status, _, _) in EXPECTED.items():
         assert invoke("validate", GYM / name).exit_code == (0 if status == "PASS" else 1), name
