@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grader.cli import main
 from grader.design.contract import validate_contract, validate_file
 from grader.design.generate import generate_from_file
-from grader.design.shapes import parse_shape
+from grader.design.shapes import format_shape, parse_shape
 from grader.design.verify import VerifyError, verify_file
 
 GYM = Path(__file__).parent / "fixtures" / "design" / "pypto_gym"
@@ -189,3 +191,34 @@ def test_gen_writes_the_layout_of_the_pypto_gym_fixture():
         ours.update(fixture)
     del skeleton["composition_verification"]
     assert skeleton == theirs
+
+
+# --- the two shape spellings agree, and rule5 follows the grammar (property test) ----------------
+
+_ALLOWED_OPS, _REFUSED_OPS = (" + ", " - ", " * ", " // "), (" ** ", " / ", " % ")
+
+
+def _expressions():
+    """(dimension text, whether PyPTO-Gym's grammar refuses it) pairs."""
+    atoms = st.one_of(st.sampled_from(["M", "N", "K", "S_kv"]), st.integers(0, 4096).map(str)).map(lambda a: (a, False))
+
+    def extend(inner):
+        binary = st.tuples(inner, st.sampled_from(_ALLOWED_OPS + _REFUSED_OPS), inner).map(
+            lambda t: (t[0][0] + t[1] + t[2][0], t[0][1] or t[2][1] or t[1] in _REFUSED_OPS))
+        return st.one_of(binary, inner.map(lambda e: (f"({e[0]})", e[1])), inner.map(lambda e: (f"-{e[0]}", e[1])),
+                         inner.map(lambda e: (f"+{e[0]}", True)))
+
+    return st.recursive(atoms, extend, max_leaves=6)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_expressions(), min_size=0, max_size=4))
+def test_string_and_list_spellings_agree_and_rule5_follows_the_grammar(dims):
+    texts = [text for text, _ in dims]
+    refused = any(bad for _, bad in dims)
+    verdicts = []
+    for shape in (format_shape(texts), texts):
+        doc = load("rms_norm.yaml")
+        doc["primary_inputs"][0]["shape"] = shape
+        verdicts.append(validate_contract(doc).rules)
+    assert verdicts[0] == verdicts[1] == ({"rule5"} if refused else set()), texts
