@@ -3,7 +3,9 @@
 `validate` and `verify` look at the contract and its golden only; `check` holds the contract against
 a real kernel. It
 
-1. validates the contract (a contract that does not validate is not checked further);
+1. validates the contract strictly: rules 0-7 and every extra check (a KDT kernel is judged, so the
+   warnings of `design validate`, e.g. `kdt_dtype` or `fusion`, fail here); a contract that does
+   not validate keeps its rule and check ids and is not checked further;
 2. imports the submission (`judger.grading.load_submission`: no sandbox, the file is trusted; this is
    a tool for contest setters and for contestants on their own files, never the grading service),
    takes `get_kernel(N)` and compiles it for the task's first test point (`--point` picks another)
@@ -18,8 +20,10 @@ a real kernel. It
    rule `unit`:   every section of the contract is a unit the kernel uses, and every unit the kernel
                   uses is the section of at least one module;
    rule `fusion`: `is_fusion` equals "the kernel uses both MXM and VXM".
+   rule `task`:   the contract's primary inputs and final output fit the task (names, shapes at
+                  every test point, dtypes; crosscheck.py), reported with the comparison.
    Failures before the comparison are `load` (the submission cannot be imported or `get_kernel`
-   raises), `compile` and `launch`; a contract that does not validate keeps its own rule ids.
+   raises), `compile` and `launch`.
 
 The report gives the kernel's cycles, each unit's busy cycles and utilisation (`kdt.Profile.summary`:
 busy cycles of the traced jobs / those jobs' cycles), the instruction counts per unit, the SPM the
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.design.contract import ContractLoadError, Violation, canonical_section, load_contract, validate_contract
+from grader.design.crosscheck import task_findings
 
 __all__ = ["SECTION_UNITS", "UNITS", "CheckReport", "UnitReport", "check_contract", "check_file",
            "compare_units", "units_used"]
@@ -258,9 +263,9 @@ def check_contract(contract: Any, kernel_path: str | os.PathLike, task_id: int, 
     """
     _check_arguments(task_id, point, trace_jobs)
     report = CheckReport(contract_name, str(kernel_path), task_id, point)
-    validation = validate_contract(contract)
-    if validation.violations:
-        report.violations = list(validation.violations)
+    validation = validate_contract(contract, strict=True)
+    if validation.failures:
+        report.violations = list(validation.failures)
         return report
     report.op, report.is_fusion = contract["op"], contract["is_fusion"]
     report.sections = contract_sections(contract)
@@ -268,6 +273,7 @@ def check_contract(contract: Any, kernel_path: str | os.PathLike, task_id: int, 
         used = _measure(report, contract, kernel_path, trace_jobs, timeout)
     if used is not None:
         report.violations.extend(compare_units(contract, used))
+    report.violations.extend(Violation("task", m) for m in dict.fromkeys(task_findings(contract, task_id)))
     return report
 
 

@@ -1,6 +1,8 @@
 """`kdt-grade design ...`: the click commands over design contracts (issue 6).
 
-    kdt-grade design validate FILE [--json]         exit 0 PASS / 1 FAIL
+    kdt-grade design validate FILE [--json] [--strict] [--golden GOLDEN.py] [--task N]
+                                                    exit 0 PASS / 1 FAIL: rules 0-7 (PyPTO-Gym),
+                                                    and the extra checks' warnings with --strict
     kdt-grade design validate --self-test [--json]  exit 0 when every built-in case behaves
     kdt-grade design gen GOLDEN.py --op NAME [--modules N]   YAML on stdout, diagnostics on stderr
     kdt-grade design verify FILE --golden GOLDEN.py [--json] exit 0 when every case passes
@@ -15,7 +17,8 @@ import json
 
 import click
 
-from grader.design.contract import validate_file
+from grader.design.contract import ValidationReport, validate_file
+from grader.design.extra_checks import CHECK_IDS
 from grader.design.generate import GenerateError, generate_from_file
 from grader.design.selftest import run_self_test
 
@@ -29,27 +32,52 @@ def design() -> None:
 
 def _run_self_test(as_json: bool) -> None:
     results = run_self_test()
+    passed = all(r.ok for r in results)
     if as_json:
-        cases = [{"case": r.case.name, "expect": r.case.expect or "PASS", "status": r.status,
-                  "ok": r.ok} for r in results]
-        click.echo(json.dumps({"status": "PASS" if all(r.ok for r in results) else "FAIL", "cases": cases}))
+        cases = [{"case": r.case.name, "spelling": r.spelling, "expect": list(r.case.expect),
+                  "status": r.status, "strict_status": r.strict_status, "rules": sorted(r.rules),
+                  "warnings": sorted(r.warnings), "ok": r.ok} for r in results]
+        click.echo(json.dumps({"status": "PASS" if passed else "FAIL", "cases": cases}))
     else:
         for r in results:
-            expect = r.case.expect or "PASS"
-            got = ",".join(sorted(r.rules)) or "PASS"
-            click.echo(f"{'PASS' if r.ok else 'FAIL'}  {r.case.name}  (expect {expect}, got {got})")
+            expect = ",".join(r.case.expect) or "clean PASS"
+            got = ",".join(sorted(r.rules) + [f"warning {w}" for w in sorted(r.warnings)]) or "clean"
+            click.echo(f"{'PASS' if r.ok else 'FAIL'}  {r.name}  (expect {expect}; got {r.status}/"
+                       f"{r.strict_status} strict, {got})")
         failed = sum(not r.ok for r in results)
         click.echo(f"self-test: {len(results) - failed}/{len(results)} cases behave")
-    if not all(r.ok for r in results):
+    if not passed:
         raise SystemExit(1)
+
+
+def _summary(report: ValidationReport) -> str:
+    """The last line of `validate`'s text output: both rule sets and their verdicts."""
+    rules = f"FAIL on {', '.join(sorted(report.rules))}" if report.rules else "PASS"
+    ids = sorted(report.warning_ids, key=CHECK_IDS.index)
+    if "rule0" in report.rules:
+        extra = "not run (rule0 stops validation)"
+    elif not ids:
+        extra = "no warnings"
+    elif report.strict:
+        extra = f"FAIL on {', '.join(ids)} (--strict)"
+    else:
+        extra = f"{len(report.warnings)} warning(s) on {', '.join(ids)} (fail only with --strict)"
+    return f"rules 0-7 (PyPTO-Gym): {rules}; extra checks: {extra}"
 
 
 @design.command()
 @click.argument("file", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--self-test", is_flag=True, help="Run the built-in cases for every rule instead.")
-def validate(file: str | None, as_json: bool, self_test: bool) -> None:
-    """Validate a design contract FILE against rule0..rule7 and the extra checks."""
+@click.option("--strict", is_flag=True, help="Fail on the extra checks' warnings too.")
+@click.option("--golden", type=click.Path(dir_okay=False), default=None,
+              help="Also check the golden file (read, never imported): golden and stage functions exist.")
+@click.option("--task", "task_id", type=int, default=None,
+              help="Also check the contract against judged task N (inputs, output, shapes, dtypes).")
+@click.option("--self-test", is_flag=True, help="Run the built-in cases for every rule and check instead.")
+def validate(file: str | None, as_json: bool, strict: bool, golden: str | None, task_id: int | None,
+             self_test: bool) -> None:
+    """Validate a design contract FILE: PyPTO-Gym's rule0..rule7 decide PASS/FAIL; our extra
+    checks are warnings (failing with --strict)."""
     if self_test:
         if file:
             raise click.UsageError("--self-test takes no FILE")
@@ -57,14 +85,17 @@ def validate(file: str | None, as_json: bool, self_test: bool) -> None:
         return
     if not file:
         raise click.UsageError("missing FILE (or use --self-test)")
-    report = validate_file(file)
+    report = validate_file(file, strict=strict, golden=golden, task=task_id)
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
         click.echo(report.status)
         for violation in report.violations:
             click.echo(str(violation))
-    if report.violations:
+        for warning in report.warnings:
+            click.echo(f"warning {warning}")
+        click.echo(_summary(report))
+    if report.failures:
         raise SystemExit(1)
 
 

@@ -1,11 +1,26 @@
-"""Shape dimensions of design contracts: checked (rule5) and evaluated (verify) without `eval`.
+"""Shapes of design contracts: checked (rule5) and evaluated (verify) without `eval`.
 
-Implements the "rule5" part of issue 6 ("Design contracts for kernels"): a shape is a list of
-dimensions, and a dimension is either a non-negative integer or a string expression made of
-names, integers, `+ - * //`, unary sign and parentheses, e.g. `M`, `N // 64`, `(K + 1) * 2`.
+Implements rule5 of PyPTO-Gym's `validate_module_yaml.py` as issue 13 reads it ("PyPTO-Gym
+compatibility"). A shape comes in one of two spellings:
 
-Expressions are parsed with `ast.parse(..., mode="eval")` and walked with an allowlist of node
-types; nothing is ever evaluated by Python itself.
+- PyPTO-Gym's own, a string: `shape: "[M, N // 64]"`. Its readings, where the documentation
+  leaves a choice: the string must start with `[` and end with `]` (surrounding blanks ignored;
+  `"M, N"` without brackets is rule5); the text between is split on every comma and each piece,
+  stripped, is one dimension, so an empty piece (`"[M, ]"`, `"[M,,N]"`, a trailing comma) is
+  rule5; `"[]"` (nothing between the brackets) is the shape of a scalar, valid.
+- a YAML list: `shape: [M, N // 64]`, each element an integer or a dimension string.
+
+A dimension is an integer literal or an expression of names (Python identifiers), integer
+literals, the binary operators `+ - * //` and unary minus, grouped by parentheses (`(K + 1) // 2`;
+`ast` makes parentheses invisible, the reading an `ast`-based validator gives). Readings: unary
+plus, `/`, `%`, `**`, calls, attributes, subscripts, comparisons, floats, strings and booleans are
+rule5; a negative integer (`-1`, either spelling) is syntactically fine, so it passes rule5 (our
+`dims` check warns when a dimension evaluates below 0). In the list spelling a YAML bool or float
+element is rule5 (it is no integer). Our one deviation: a dimension longer than `MAX_EXPR_LEN`
+characters is rule5 (a guard against hostile files; no real shape comes near it).
+
+Expressions are parsed with `ast.parse(..., mode="eval")` and walked iteratively with an
+allowlist of node types; nothing is ever evaluated by Python itself.
 """
 from __future__ import annotations
 
@@ -13,10 +28,11 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 
-__all__ = ["MAX_EXPR_LEN", "ShapeExprError", "parse_dim", "dim_names", "eval_dim", "eval_shape"]
+__all__ = ["MAX_EXPR_LEN", "ShapeExprError", "parse_shape", "format_shape", "parse_dim", "dim_names",
+           "eval_dim", "eval_shape"]
 
-# Long enough for any real shape; short enough that parsing cannot blow the stack or memory.
-MAX_EXPR_LEN = 256
+# Long enough for any real shape; short enough that parsing cannot exhaust memory.
+MAX_EXPR_LEN = 1000
 
 _BINARY: dict[type[ast.operator], Callable[[int, int], int]] = {
     ast.Add: operator.add,
@@ -24,7 +40,6 @@ _BINARY: dict[type[ast.operator], Callable[[int, int], int]] = {
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
 }
-_UNARY: dict[type[ast.unaryop], Callable[[int], int]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
 class ShapeExprError(ValueError):
@@ -36,37 +51,65 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_node(node: ast.expr) -> None:
-    """Raise ShapeExprError unless every node under `node` is on the allowlist."""
-    if isinstance(node, ast.Name):
-        return
-    if isinstance(node, ast.Constant):
-        if not _is_int(node.value):
-            raise ShapeExprError(f"constant {node.value!r} is not an integer")
-        return
-    if isinstance(node, ast.BinOp):
-        if type(node.op) not in _BINARY:
-            raise ShapeExprError(f"operator {type(node.op).__name__} is not one of + - * //")
-        _check_node(node.left)
-        _check_node(node.right)
-        return
-    if isinstance(node, ast.UnaryOp):
-        if type(node.op) not in _UNARY:
-            raise ShapeExprError(f"unary operator {type(node.op).__name__} is not + or -")
-        _check_node(node.operand)
-        return
-    raise ShapeExprError(f"{type(node).__name__} is not allowed in a shape expression")
+def parse_shape(shape: object) -> list[int | str]:
+    """Split a shape in either spelling into its dimensions (rule5's first half).
+
+    Input: the `shape` value as read from YAML: a string `"[d1, d2, ...]"` or a list.
+    Output: the list of dimensions (ints and stripped strings), not yet checked one by one.
+    Raises ShapeExprError for any other value, a string without the brackets, or an empty piece.
+    """
+    if isinstance(shape, list):
+        return list(shape)
+    if not isinstance(shape, str):
+        kind = "missing" if shape is None else f"a {type(shape).__name__}"
+        raise ShapeExprError(f"shape is {kind}, not a string \"[M, N]\" or a list of dimensions")
+    text = shape.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        raise ShapeExprError(f"shape {shape!r} is not written \"[d1, d2, ...]\"")
+    inner = text[1:-1].strip()
+    if not inner:
+        return []
+    dims = [piece.strip() for piece in inner.split(",")]
+    if "" in dims:
+        raise ShapeExprError(f"shape {shape!r} has an empty dimension (a stray comma)")
+    return dims
+
+
+def format_shape(dims: list[int | str]) -> str:
+    """The PyPTO-Gym spelling of a list of dimensions: `["M", 4]` -> `"[M, 4]"`."""
+    return "[" + ", ".join(str(d) for d in dims) + "]"
+
+
+def _check_tree(root: ast.expr) -> None:
+    """Raise ShapeExprError unless every node under `root` is on the allowlist (iterative walk)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            continue
+        if isinstance(node, ast.Constant):
+            if not _is_int(node.value):
+                raise ShapeExprError(f"constant {node.value!r} is not an integer")
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) not in _BINARY:
+                raise ShapeExprError(f"operator {type(node.op).__name__} is not one of + - * //")
+            stack += [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            if not isinstance(node.op, ast.USub):
+                raise ShapeExprError(f"unary operator {type(node.op).__name__} is not unary minus")
+            stack.append(node.operand)
+        else:
+            raise ShapeExprError(f"{type(node).__name__} is not allowed in a shape expression")
 
 
 def parse_dim(dim: object) -> int | ast.expr:
-    """Check one dimension (issue 6, rule5).
+    """Check one dimension (rule5's second half; see the module doc for what is allowed).
 
-    Input: a dimension as read from YAML. Output: the int itself, or the parsed expression node.
-    Raises ShapeExprError if it is neither a non-negative int nor an allowed expression string.
+    Input: a dimension as read from YAML or split from a string shape. Output: the int itself, or
+    the parsed expression node. Raises ShapeExprError if it is neither an int nor an allowed
+    expression string.
     """
     if _is_int(dim):
-        if dim < 0:
-            raise ShapeExprError(f"dimension {dim} is negative")
         return dim
     if not isinstance(dim, str):
         raise ShapeExprError(f"dimension {dim!r} is a {type(dim).__name__}, not an integer or expression")
@@ -79,7 +122,7 @@ def parse_dim(dim: object) -> int | ast.expr:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ShapeExprError(f"dimension {dim!r} does not parse: {exc.__class__.__name__}") from None
-    _check_node(tree.body)
+    _check_tree(tree.body)
     return tree.body
 
 
@@ -103,24 +146,25 @@ def _eval_node(node: ast.expr, env: Mapping[str, int]) -> int:
         if isinstance(node.op, ast.FloorDiv) and right == 0:
             raise ShapeExprError("division by zero in a shape expression")
         return _BINARY[type(node.op)](left, right)
-    return _UNARY[type(node.op)](_eval_node(node.operand, env))  # type: ignore[attr-defined]
+    return -_eval_node(node.operand, env)  # type: ignore[attr-defined]  # the only unary op
 
 
 def eval_dim(dim: object, env: Mapping[str, int]) -> int:
     """Evaluate one dimension with integer values for its names (used by `design verify`).
 
     Output: a non-negative int. Raises ShapeExprError for a malformed dimension, an unknown name,
-    division by zero or a negative result.
+    division by zero, a negative result or an expression too deep to evaluate.
     """
     node = parse_dim(dim)
-    value = node if isinstance(node, int) else _eval_node(node, env)
+    try:
+        value = node if isinstance(node, int) else _eval_node(node, env)
+    except RecursionError:
+        raise ShapeExprError(f"dimension {dim!r} is nested too deeply to evaluate") from None
     if value < 0:
         raise ShapeExprError(f"dimension {dim!r} evaluates to {value} < 0")
     return value
 
 
 def eval_shape(shape: object, env: Mapping[str, int]) -> tuple[int, ...]:
-    """Evaluate a whole shape (a list of dimensions). Raises ShapeExprError if it is not a list."""
-    if not isinstance(shape, list):
-        raise ShapeExprError(f"shape {shape!r} is not a list")
-    return tuple(eval_dim(d, env) for d in shape)
+    """Evaluate a whole shape in either spelling. Raises ShapeExprError like `parse_shape`/`eval_dim`."""
+    return tuple(eval_dim(d, env) for d in parse_shape(shape))

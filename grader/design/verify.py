@@ -9,6 +9,7 @@ seed in `seeds` and every entry of `shapes` (one case each):
    float32/float16/bfloat16/float8: `randn / 10` clamped to [-1, 1], then cast (float8 means
    torch.float8_e4m3fn); signed integers (int, int8..int64; `int` is int64): uniform in
    [-8, 8); unsigned integers: uniform in [0, 8); bool: fair coin.
+   Shapes come in either spelling (`"[M, K // 2]"` or a list).
 2. The golden (`<op>_golden_cpu`, else `<op>_golden`) and every module's `golden_stage_fn`
    are called positionally with fresh clones of the inputs, under `torch.no_grad()` and
    `torch.manual_seed(seed)`. A function returns a tensor or a tuple/list of tensors. Stage k
@@ -37,6 +38,7 @@ from typing import Any
 import torch
 
 from grader.design.contract import ContractLoadError, load_contract, validate_contract
+from grader.design.extra_checks import VERIFY_NEEDS
 from grader.design.naming import golden_function_candidates, parse_module_ref
 from grader.design.shapes import ShapeExprError, eval_shape
 
@@ -294,10 +296,13 @@ def _run_case(plan: _Plan, golden_fn: Callable, stages: list[Callable], seed: in
 
 
 def _require_valid(contract: Any) -> None:
+    """Raise VerifyError unless rules 0-7 pass and so do the extra checks verification needs
+    (`VERIFY_NEEDS`: structure, verification, ids, dims); other warnings do not stop it."""
     report = validate_contract(contract)
-    if report.violations:
-        lines = "\n".join(f"  {v}" for v in report.violations)
-        raise VerifyError(f"the contract does not validate; fix it first:\n{lines}")
+    blocking = report.violations + [w for w in report.warnings if w.rule in VERIFY_NEEDS]
+    if blocking:
+        lines = "\n".join(f"  {v}" for v in blocking)
+        raise VerifyError(f"the contract does not validate for verification; fix it first:\n{lines}")
 
 
 def verify_contract(contract: Any, golden: ModuleType) -> VerificationReport:

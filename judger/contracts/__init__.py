@@ -3,7 +3,8 @@
 One directory per task, `task<N>_<op>/`, holding
 - `golden.py`              `<op>_golden_cpu` (the judger's reference, `judger.tasks.TASKS[N].reference`)
                            and the cumulative stage functions `<op>_stage_1`, `<op>_stage_12`, ...;
-- `module_interfaces.yaml` the contract: passes `kdt-grade design validate`, `verify --golden golden.py`
+- `module_interfaces.yaml` the contract, in PyPTO-Gym's layout (string shapes): passes
+                           `kdt-grade design validate --strict --golden golden.py --task N`, `verify --golden golden.py`
                            and `check --kernel submissions/examples/optimized.py --task N`;
 - `DESIGN.md`              §0: the module table, why not fewer modules, the reduction-axis capacity
                            conclusion and a module-level dataflow sketch.

@@ -2,7 +2,7 @@
 
 This module is how CI runs `validate`, `verify` and `check` on the four task contracts: `.ci/run`
 runs the whole test suite, and for every task in `judger/contracts/` the tests below run
-- `kdt-grade design validate judger/contracts/task<N>_<op>/module_interfaces.yaml`            (PASS),
+- `kdt-grade design validate --strict --golden ... --task N judger/contracts/task<N>_<op>/module_interfaces.yaml` (PASS),
 - `kdt-grade design verify ... --golden judger/contracts/task<N>_<op>/golden.py`             (PASS),
 - `kdt-grade design check ... --kernel submissions/examples/optimized.py --task N`           (PASS,
   with the units the kernel really uses),
@@ -27,7 +27,6 @@ import kdt
 from grader.cli import main
 from grader.design.check import CheckReport, check_contract, check_file, compare_units, units_used
 from grader.design.contract import validate_contract, validate_file
-from grader.design.generate import generate_from_file
 from grader.design.verify import load_golden_module, verify_contract, verify_file
 from judger.contracts import CONTRACTS, get_contract
 from judger.grading import trial_inputs
@@ -131,7 +130,9 @@ def test_gen_on_each_task_golden(task_id):
     assert [m["golden_stage_fn"] for m in skeleton["modules"]] == [m["golden_stage_fn"] for m in doc["modules"]]
     assert skeleton["final_outputs"] == doc["final_outputs"]
     assert [o["name"] for o in skeleton["modules"][-1]["outputs"]] == [TASKS[task_id].output]
-    assert "todo" in validate_contract(skeleton).rules  # a person fills in the rest
+    report = validate_contract(skeleton)
+    assert report.status == "FAIL" and "todo" in report.warning_ids  # a person fills in the rest
+    assert all(p["shape"] == "[TODO]" for p in skeleton["primary_inputs"])  # PyPTO-Gym's string shapes
     assert f"{entry.op}_golden_cpu" in result.stderr
 
 
@@ -139,11 +140,25 @@ def test_gen_on_each_task_golden(task_id):
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_validate_each_task_contract(task_id):
-    path = get_contract(task_id).contract
-    assert validate_file(path).status == "PASS"
-    result = invoke("validate", path, "--json")
+    """Strictly: rules 0-7 and every extra check, the golden and the task included."""
+    entry = get_contract(task_id)
+    assert validate_file(entry.contract, strict=True, golden=entry.golden, task=task_id).status == "PASS"
+    result = invoke("validate", entry.contract, "--strict", "--golden", entry.golden, "--task", task_id, "--json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"status": "PASS", "violations": []}
+    assert json.loads(result.stdout) == {"status": "PASS", "strict": True, "violations": [], "warnings": []}
+    text = invoke("validate", entry.contract, "--strict")
+    assert text.exit_code == 0
+    assert text.stdout == "PASS\nrules 0-7 (PyPTO-Gym): PASS; extra checks: no warnings\n"
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_task_contracts_are_in_pypto_gym_layout(task_id):
+    """Shapes written as PyPTO-Gym writes them (strings), keys in its order."""
+    doc = load(task_id)
+    shaped = doc["primary_inputs"] + [o for m in doc["modules"] for o in m["outputs"]]
+    assert all(isinstance(e["shape"], str) and e["shape"].startswith("[") for e in shaped)
+    assert list(doc) == ["schema_version", "op", "module_count", "is_fusion", "has_cross_core", "primary_inputs",
+                         "modules", "final_outputs", "composition_verification"]
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
@@ -321,7 +336,9 @@ def test_check_fails_task3_claimed_cube_only(tmp_path):
 def test_check_fails_task2_claimed_fused():
     doc = load(3)  # a vector + cube contract, checked against the pure-MXM matmul kernel
     report = check_contract(doc, OPTIMIZED, 2)
-    assert report.rules == {"unit", "fusion"}
+    assert report.rules == {"unit", "fusion", "task"}  # task 3's inputs are not task 2's
+    assert any(v.rule == "task" and v.message == "primary_inputs are (Ab, As, Bb, Bs); task 2 has (A, B)"
+               for v in report.violations)
     assert any("module(s) 1 declare section vector, but the kernel runs no VXM" in v.message
                for v in report.violations)
     assert any("but the kernel uses only the MXM" in v.message for v in report.violations)
@@ -333,6 +350,27 @@ def test_check_fails_task1_claimed_cube():
     report = check_contract(doc, OPTIMIZED, 1)
     assert report.rules == {"unit"}  # both single-unit: is_fusion false is right
     assert len(report.violations) == 2  # cube declared but unused; VXM used but undeclared
+
+
+def test_check_fails_on_extra_check_warnings(tmp_path):
+    """check judges a KDT kernel: warnings of validate (here kdt_dtype and fusion) fail it, before the kernel runs."""
+    doc = load(1)
+    doc["primary_inputs"][0]["dtype"] = "float16"
+    doc["is_fusion"] = True
+    assert validate_contract(doc).status == "PASS"  # PyPTO-Gym's rules are satisfied
+    report = check_contract(doc, tmp_path / "never_imported.py", 1)
+    assert report.status == "FAIL" and report.rules == {"kdt_dtype", "fusion"} and report.kernel_cycles is None
+
+
+def test_check_reports_shapes_that_do_not_fit_the_task():
+    doc = load(2)
+    doc["primary_inputs"][1]["shape"] = "[N, K]"  # B is [K, N]
+    report = check_contract(doc, OPTIMIZED, 2)
+    assert report.rules == {"task"} and report.kernel_cycles == 22482  # measured all the same
+    assert [v.message for v in report.violations] == [
+        "B at test point 0 (M=512 N=1024 K=2560): shape [1024, 2560], the task's is [2560, 1024]",
+        "B at test point 1 (M=2048 N=512 K=3072): shape [512, 3072], the task's is [3072, 512]",
+    ]
 
 
 def test_check_invalid_contract_stops_before_the_kernel(tmp_path):
