@@ -537,3 +537,16 @@ def test_exp_and_log_bases_are_checked_per_job_when_they_execute(op, y0, dy, bad
     job0_ran = (op == 0 and y0 > 0) or (op == 1 and y0 > 0 and y0 != 1)
     assert torch.equal(io['y'][0], torch.full((4,), float(y0) ** 2 if op == 0 else np.log(2) / np.log(y0))
                        if job0_ran else torch.zeros(4))
+
+
+def test_a_kernel_defined_inside_a_function_is_the_handouts_compile_indentation_error():
+    def make():
+        @kdt.kernel(num_jobs_calculator=one_job)
+        def inner(task_args, io_tensors):
+            t = kdt.alloc_spm((4,))
+        return inner
+
+    exc = compile_error(make(), {})
+    assert isinstance(exc, IndentationError) and isinstance(exc, E.CompilationError)
+    assert str(exc).endswith("kernel 'inner' is indented (defined inside a function, class or block): define it "
+                             "at the top level of the file")
