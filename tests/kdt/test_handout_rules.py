@@ -550,3 +550,20 @@ def test_a_kernel_defined_inside_a_function_is_the_handouts_compile_indentation_
     assert isinstance(exc, IndentationError) and isinstance(exc, E.CompilationError)
     assert str(exc).endswith("kernel 'inner' is indented (defined inside a function, class or block): define it "
                              "at the top level of the file")
+
+
+def test_raise_statements_cross_the_json_boundary_and_are_checked_by_the_loader():
+    compiled = run_time_only_errors.compile({'bad': 1}, {'x': torch.ones(4), 'y': torch.zeros(4)})
+    raises = [s for b in compiled.ir.body if type(b) is irn.If for s in b.then if type(s) is irn.Raise]
+    assert [r.error for r in raises] == ["InternalError", "ValueError", "TypeError"]
+    assert kdt.CompiledKernel.from_json(compiled.to_json()) == compiled
+    assert "raise InternalError('reduce op must be one of sum, max, min, got ''mean''')" in compiled.ir_text() \
+        or "raise InternalError(\"reduce op must be one of sum, max, min, got 'mean'\")" in compiled.ir_text()
+    doc = json.loads(compiled.to_json())
+    stmt = next(s for b in doc["body"] if b["t"] == "if" for s in b["then"] if s["t"] == "raise")
+    for key, value, problem in [("error", "SystemExit", "is not one of"), ("msg", "x" * 5000, "longer than 4096"),
+                                ("line", True, "expected an integer")]:
+        saved, stmt[key] = stmt[key], value
+        with pytest.raises(kdt.IRFormatError, match=problem):
+            kdt.CompiledKernel.from_json(json.dumps(doc))
+        stmt[key] = saved
