@@ -167,7 +167,17 @@ class Inst:
     alloc: bool = False
 
 
-Stmt = Union[Assign, For, If, Inst]
+@dataclass(frozen=True, slots=True)
+class Raise:
+    """A launch error that the handout raises only when this statement executes (``if <tile>:``, a reduce
+    op or dim it cannot run): ``error`` is one of ``kdt.ir.ops.RAISE_KINDS``, ``message`` its text."""
+
+    error: str
+    message: str
+    line: int
+
+
+Stmt = Union[Assign, For, If, Inst, Raise]
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,8 @@ def _block(stmts, storages, depth, out):
         elif t is ir.For:
             out.append(f"{pad}for {s.name} in range({expr_str(s.start)}, {expr_str(s.end)}):")
             _block(s.body, storages, depth + 1, out)
+        elif t is ir.Raise:
+            out.append(f"{pad}raise {s.error}({s.message!r})  # line {s.line}")
         elif t is ir.If:
             out.append(f"{pad}if {expr_str(s.cond)}:")
             _block(s.then, storages, depth + 1, out)

@@ -21,6 +21,7 @@ Layout (``FORMAT``/``VERSION`` identify it)::
           {"t": "for", "slot", "name", "start": expr, "end": expr, "body": [stmt], "line"}
           {"t": "if", "cond": expr, "then": [stmt], "else": [stmt], "line"}
           {"t": "inst", "op", "args": {param: view | expr | const}, "line", "col", "alloc": bool}
+          {"t": "raise", "error": one of ops.RAISE_KINDS, "msg": str, "line"}
     view: {"s": storage id, "off": expr, "sizes": [expr], "strides": [int]}
     expr: ["c", value] | ["v", slot, name] | ["job"] | ["un", op, expr] | ["bin", op, expr, expr]
           | ["cmp", op, expr, expr] | ["bool", op, [expr, ...]] | ["ifx", cond, then, else]
@@ -29,7 +30,8 @@ import json
 import math
 
 from . import nodes as ir
-from .ops import BINARY_OPERATORS, BOOL_OPERATORS, COMPARE_OPERATORS, DTYPES, OPS, REDUCE_OPS, UNARY_OPERATORS
+from .ops import (BINARY_OPERATORS, BOOL_OPERATORS, COMPARE_OPERATORS, DTYPES, OPS, RAISE_KINDS, REDUCE_OPS,
+                  UNARY_OPERATORS, space_problem)
 
 FORMAT, VERSION = "kdt-ir", 1
 
@@ -49,6 +51,13 @@ MAX_LINE = 10_000_000
 
 class IRFormatError(ValueError):
     """The JSON is not a valid kernel IR; the message names the JSON path and the problem."""
+
+
+class IRMemorySpaceError(IRFormatError, KeyError):
+    """An instruction of the IR takes a tile in the wrong memory space (spec §3; ``kdt.ir.ops``): refused
+    like any malformed IR, and matching ``KeyError`` like the front end's ``MemorySpaceError``."""
+
+    __str__ = ValueError.__str__
 
 
 def _short(v, limit=60) -> str:
@@ -115,6 +124,8 @@ def _enc_stmt(s):
     if t is ir.If:
         return {"t": "if", "cond": _enc_expr(s.cond), "then": [_enc_stmt(b) for b in s.then],
                 "else": [_enc_stmt(b) for b in s.orelse], "line": s.line}
+    if t is ir.Raise:
+        return {"t": "raise", "error": s.error, "msg": s.message, "line": s.line}
     args = {}
     for p in OPS[s.op].params:
         v = s.args[p.name]
@@ -125,6 +136,57 @@ def _enc_stmt(s):
         else:
             args[p.name] = v
     return {"t": "inst", "op": s.op, "args": args, "line": s.line, "col": s.col, "alloc": s.alloc}
+
+
+def expanded_size(k: ir.Kernel, limit: int = MAX_NODES) -> int:
+    """The number of IR nodes of ``k`` as JSON writes it, with shared sub-expressions counted at every
+    use (one pass over the shared graph; stops counting past ``limit``). Front-end scalar names share
+    their expression with every use, so a chain like ``b = a + a; c = b + b`` doubles at each step."""
+    sizes: dict[int, tuple] = {}
+
+    def expr(e) -> int:
+        hit = sizes.get(id(e))
+        if hit is not None:
+            return hit[1]
+        t = type(e)
+        if t is ir.Unary:
+            n = 1 + expr(e.operand)
+        elif t is ir.Binary or t is ir.Compare:
+            n = 1 + expr(e.left) + expr(e.right)
+        elif t is ir.BoolOp:
+            n = 1 + sum(expr(v) for v in e.values)
+        elif t is ir.IfExp:
+            n = 1 + expr(e.cond) + expr(e.then) + expr(e.orelse)
+        else:
+            n = 1
+        n = min(n, limit + 1)
+        sizes[id(e)] = (e, n)  # the node itself keeps its id from being reused while counting
+        return n
+
+    def view(v) -> int:
+        return 1 + expr(v.offset) + sum(expr(x) for x in v.sizes)
+
+    def block(stmts) -> int:
+        total = 0
+        for s in stmts:
+            t = type(s)
+            if t is ir.Inst:
+                total += 1 + sum(view(a) if isinstance(a, ir.View) else expr(a) if isinstance(
+                    a, (ir.Const, ir.Var, ir.JobId, ir.Unary, ir.Binary, ir.Compare, ir.BoolOp, ir.IfExp)) else 0
+                    for a in s.args.values())
+            elif t is ir.Assign:
+                total += 1 + expr(s.value)
+            elif t is ir.For:
+                total += 1 + expr(s.start) + expr(s.end) + block(s.body)
+            elif t is ir.If:
+                total += 1 + expr(s.cond) + block(s.then) + block(s.orelse)
+            else:
+                total += 1
+            if total > limit:
+                return limit + 1
+        return total
+
+    return block(k.body)
 
 
 # ---- decoding (untrusted) -----------------------------------------------------------------------
@@ -263,9 +325,11 @@ class _Decoder:
                     self.fail(path, f"duplicate io tensor name {name!r}")
                 io_names.add(name)
             seen_spm |= kind == "spm"
-            shape = tuple(self.int(x, f"{path}.shape[{j}]", 0, MAX_DIM_SIZE)
+            # An spm dimension may be negative: alloc_spm refuses it at launch, as the handout does (§2).
+            low = 0 if kind == "io" else -MAX_DIM_SIZE
+            shape = tuple(self.int(x, f"{path}.shape[{j}]", low, MAX_DIM_SIZE)
                           for j, x in enumerate(self.list(s["shape"], path + ".shape", MAX_DIMS)))
-            numel = math.prod(shape)
+            numel = abs(math.prod(shape))
             if numel > MAX_DIM_SIZE:
                 self.fail(path, f"{numel} elements is more than {MAX_DIM_SIZE}")
             out.append(ir.Storage(i, kind, name, shape, self.str(s["dtype"], path + ".dtype", choices=DTYPES)))
@@ -305,6 +369,11 @@ class _Decoder:
                          self.int(s["line"], path + ".line", 0, MAX_LINE))
         if kind == "inst":
             return self.inst(s, path, depth)
+        if kind == "raise":
+            self.obj(s, path, ("t", "error", "msg", "line"))
+            return ir.Raise(self.str(s["error"], path + ".error", choices=RAISE_KINDS),
+                            self.str(s["msg"], path + ".msg", MAX_MSG),
+                            self.int(s["line"], path + ".line", 0, MAX_LINE))
         self.fail(path, f"unknown statement kind {_short(kind)}")
 
     def define(self, slot, path):
@@ -327,6 +396,7 @@ class _Decoder:
             v = raw[p.name]
             if p.kind in ("in", "out") or (p.kind == "any" and isinstance(v, dict)):
                 args[p.name] = self.view(v, ap, depth)
+                self.check_space(op, p.name, args[p.name], ap)
             elif p.kind in ("scalar", "any"):
                 args[p.name] = self.expr(v, ap, depth)
             else:
@@ -336,6 +406,11 @@ class _Decoder:
             self.fail(path + ".alloc", "alloc must be a bool, and true only for fill")
         return ir.Inst(op, args, self.int(s["line"], path + ".line", 0, MAX_LINE),
                        self.int(s["col"], path + ".col", 0, MAX_LINE), s["alloc"])
+
+    def check_space(self, op, param, view, path):
+        problem = space_problem(op, param, self.storages[view.storage])
+        if problem is not None:
+            raise IRMemorySpaceError(f"{path}: {problem}")
 
     def check_consts(self, op, args, path):
         if op == "reduce":

@@ -54,3 +54,24 @@ class UnsupportedFeatureError(CompilationError):
 
 class InternalError(CompilationError):
     """A bug in the front end itself; never the submission's fault."""
+
+
+class KeyError(CompilationError, builtins.KeyError):
+    """A key that does not exist (``task_args['n']``, ``io_tensors['x']``), or a tile in the wrong memory
+    space; it also matches Python's ``KeyError``, as the handout's error does. ``str()`` is the plain
+    message (``KeyError`` would quote it like a dict key)."""
+
+    __str__ = builtins.Exception.__str__
+
+
+class MemorySpaceError(KeyError):
+    """A tile in the wrong memory space for its operand (spec §3 "Memory spaces"): ``load`` reads global
+    memory and writes SPM, ``store`` reads SPM and writes global memory, every other instruction takes SPM
+    tiles only. The handout raises ``KeyError`` at launch; spaces are static, so it is raised here."""
+
+
+class IndentationError(CompilationError, builtins.IndentationError):
+    """The kernel's source is indented (a kernel defined inside a function or a class): the handout parses
+    it as it stands and fails with Python's ``IndentationError``."""
+
+    __str__ = builtins.Exception.__str__

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..ir import nodes as ir
 from ..ir.affine import affine, expr_type, to_expr
-from ..ir.ops import OPS, REDUCE_OPS
+from ..ir.ops import OPS, REDUCE_OPS, space_problem
 from ..ir.scalar import (BINARY, COMPARE, INT_LIMIT, UNARY, binary_type, checked, same_type, type_of_value,
                          unary_type)
 from ..ir.serialize import MAX_MSG, MAX_NAME
@@ -126,13 +126,15 @@ class KernelBuilder(ast.NodeVisitor):
     def build(self, fn: ast.FunctionDef, name: str, num_jobs: int) -> ir.Kernel:
         """Check the signature, translate the body and return the kernel IR."""
         args = fn.args
-        names = [a.arg for a in args.args]
-        if (names != ["task_args", "io_tensors"] or args.posonlyargs or args.vararg or args.kwonlyargs
-                or args.kwarg or args.defaults):
+        names = [a.arg for a in args.posonlyargs + args.args]
+        if names[:2] != ["task_args", "io_tensors"]:
             raise self.error(E.CompilationError, fn,
-                             "a kernel must be declared as 'def kernel(task_args, io_tensors)' (exactly these "
-                             f"two parameters, no defaults, *args or **kwargs), got ({ast.unparse(args)})")
+                             "a kernel's first two parameters must be (task_args, io_tensors), got "
+                             f"({ast.unparse(args)})")
+        # Later parameters, defaults, *args and **kwargs are accepted and unused, as in the handout; the
+        # two parameters live in a scope enclosing the body (the body may assign the names anew).
         self.scopes[0].update(task_args=_TASK_ARGS, io_tensors=_IO_TENSORS)
+        self.scopes.append({})
         body = fn.body
         if body and _is_docstring(body[0]):
             body = body[1:]  # an allowed extension (spec §2): the kernel's own docstring
@@ -187,10 +189,11 @@ class KernelBuilder(ast.NodeVisitor):
             value = self.value(node.value)
         finally:
             self.assign_target = None
-        if isinstance(value, Scalar) and not value.is_const:
-            slot = self.new_slot(value.type)
-            self.emit(ir.Assign(slot, _label(name), value.expr, self.line(node)))
-            value = Scalar(ir.Var(slot, _label(name)), value.type)
+        # A scalar name stands for its expression, evaluated where it is used (spec §2): nothing is
+        # emitted, so an unused 'z = 1 // 0' never fails. Loop variables inside it keep their slots;
+        # integer expressions are kept in their (small) affine form.
+        if isinstance(value, Scalar) and not value.is_const and value.type == "int":
+            value = Scalar(self.normal(value.expr), value.type)
         self.bind(node.targets[0], name, value)
 
     def visit_AnnAssign(self, node):
@@ -204,16 +207,25 @@ class KernelBuilder(ast.NodeVisitor):
         pass  # an allowed extension (spec §2)
 
     def visit_Expr(self, node: ast.Expr):
-        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        """An instruction call, or a tile or scalar expression that is ignored (spec §2)."""
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
             raise self.error(E.TypeError, node, "a string statement is only allowed as the kernel's "
                              "docstring")
-        if not isinstance(node.value, ast.Call):
-            raise self.error(E.TypeError, node, "an expression statement must be a kdt instruction call")
-        self.call(node.value, statement=True)
+        if isinstance(value, ast.Call):
+            f = value.func
+            if isinstance(f, ast.Attribute) and f.attr == "alloc_spm":
+                raise self.error(E.SemanticError, node, "the result of kdt.alloc_spm must be assigned to a "
+                                 "name: 't = kdt.alloc_spm(...)'")
+            self.call(value, statement=True)
+            return
+        v = self.value(value)
+        if not isinstance(v, (Tile, Scalar)):
+            raise self.error(E.TypeError, node, f"an expression statement must be an instruction call, a tile "
+                             f"or a scalar expression, not {_kind(v)}")
 
     def visit_For(self, node: ast.For):
-        if node.orelse:
-            raise self.error(E.UnsupportedFeatureError, node, "for ... else is not supported")
+        # A 'for ... else' block is ignored, as in the handout (spec §2).
         if not isinstance(node.target, ast.Name):
             raise self.error(E.UnsupportedFeatureError, node.target, "a loop variable must be one name")
         it = node.iter
@@ -222,7 +234,7 @@ class KernelBuilder(ast.NodeVisitor):
         if it.keywords or not 1 <= len(it.args) <= 2:
             raise self.error(E.UnsupportedFeatureError, it,
                              "range() takes (end) or (start, end); a step is not supported")
-        bounds = [self.scalar(a, "a range bound") for a in it.args]
+        bounds = [self.scalar(self.no_task_args(a, "a range bound"), "a range bound") for a in it.args]
         start, end = (bounds if len(bounds) == 2 else [_const(0), bounds[0]])
         slot = self.new_slot("int")
         var = ir.Var(slot, _label(node.target.id))
@@ -230,9 +242,16 @@ class KernelBuilder(ast.NodeVisitor):
         self.emit(ir.For(slot, var.name, start.expr, end.expr, body, self.line(node)))
 
     def visit_If(self, node: ast.If):
-        cond = self.scalar(node.test, "an if condition")
+        cond = self.value(node.test)
+        if not isinstance(cond, (Scalar, Tile)):
+            raise self.error(E.TypeError, node.test, f"an if condition must be a scalar expression, got "
+                             f"{_kind(cond)}")
         then = self.block(node.body)
         orelse = self.block(node.orelse)
+        if isinstance(cond, Tile):  # the handout fails only when the statement executes
+            self.emit(ir.Raise("TypeError", "an if condition must be a bool scalar, got a tile "
+                               "(compare it into a bool tile and use kdt.where instead)", self.line(node)))
+            return
         self.emit(ir.If(cond.expr, then, orelse, self.line(node)))
 
     # ---- expressions ----------------------------------------------------------------------------
@@ -352,7 +371,8 @@ class KernelBuilder(ast.NodeVisitor):
                 raise self.error(E.ConstantRequiredError, node, f"{base.kind}[...] needs a string literal key")
             table = self.task_args if base is _TASK_ARGS else self.io_index
             if key.value not in table:
-                raise self.error(E.SymbolError, node, f"{base.kind} has no entry '{key.value}'")
+                raise self.error(E.KeyError, node, f"{base.kind} has no entry {key.value!r} (its keys: "
+                                 f"{', '.join(map(repr, table)) or 'none'})")
             if base is _TASK_ARGS:
                 return _const(self.task_args[key.value])
             st = self.storages[self.io_index[key.value]]
@@ -360,8 +380,20 @@ class KernelBuilder(ast.NodeVisitor):
         if not isinstance(base, Tile):
             raise self.error(E.TypeError, node, f"only tiles, task_args and io_tensors can be subscripted, "
                              f"not {_kind(base)}")
+        self.no_task_args(node.slice, "an index or slice")
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         return self.index(base, items, node)
+
+    def no_task_args(self, node, what: str):
+        """``node``, refusing a ``task_args[...]`` written directly inside it: the handout accepts one only
+        where it is bound to a name (or in a scalar argument), so it is refused here the same way."""
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and \
+                    sub.value.id == "task_args" and self.visit_Name(sub.value) is _TASK_ARGS:
+                raise self.error(E.UnsupportedFeatureError, sub,
+                                 f"task_args[...] cannot be used directly in {what}: bind it to a name first "
+                                 f"(n = {ast.unparse(sub)})")
+        return node
 
     def index(self, t: Tile, items, node) -> Tile:
         """Apply comma-separated index/slice items left to right (numpy-style dimension walk)."""
@@ -401,7 +433,9 @@ class KernelBuilder(ast.NodeVisitor):
     def normal(self, expr):
         """The affine normal form of an integer expression (constants where possible)."""
         form = affine(expr, self.slot_types)
-        return expr if form is None else to_expr(form)
+        if form is None or abs(form[1]) > INT_LIMIT or any(abs(k) > INT_LIMIT for k in form[0].values()):
+            return expr  # beyond the scalar range: evaluated (and failing) at launch, as written
+        return to_expr(form)
 
     # ---- calls ----------------------------------------------------------------------------------
 
@@ -443,11 +477,17 @@ class KernelBuilder(ast.NodeVisitor):
             if n not in bound:
                 raise self.error(E.TypeError, node, f"kdt.{node.func.attr} is missing its '{n}' argument")
 
-    def dim_arg(self, node, expr, ndim, what="dim", extra=0) -> int:
+    def dim_arg(self, node, expr, ndim, what="dim", extra=0, check_range=True) -> int:
+        """A dimension argument: a constant int, float or bool, converted with ``int()`` as the handout
+        does (``reduce(x, 1.0, ...)``); out of range: ``IndexError`` (unless ``check_range`` is off)."""
         d = self.const(expr, what)
-        if type(d) is not int:
+        if type(d) not in (int, float, bool):
             raise self.error(E.TypeError, expr, f"{what} must be an int")
-        if not 0 <= d < ndim + extra:
+        try:
+            d = int(d)
+        except (ValueError, OverflowError):
+            raise self.error(E.TypeError, expr, f"{what} must be a finite number, got {d!r}") from None
+        if check_range and not 0 <= d < ndim + extra:
             raise self.error(E.IndexError, expr, f"{what} {d} is out of range for a {ndim}-D tile")
         return d
 
@@ -472,17 +512,29 @@ class KernelBuilder(ast.NodeVisitor):
                     raise self.error(E.TypeError, expr, f"kdt.{name} needs a tile or a scalar")
                 args[p.name] = v.view if isinstance(v, Tile) else v.expr
             else:
+                if name == "fill" and p.name == "value":
+                    self.no_task_args(expr, "a fill value")
                 args[p.name] = self.const(expr, f"'{p.name}' of kdt.{name}")
-        self.check_consts(name, node, bound, args)
+            if isinstance(args[p.name], ir.View):
+                problem = space_problem(name, p.name, self.storages[args[p.name].storage])
+                if problem is not None:
+                    raise self.error(E.MemorySpaceError, expr, f"kdt.{name}: {problem}")
+        failure = self.check_consts(name, node, bound, args)
+        if failure is not None:  # an error the handout raises only when the instruction executes
+            self.emit(ir.Raise(*failure, self.line(node)))
+            return
         self.emit(ir.Inst(name, args, self.line(node), self.column(node)))
 
     def check_consts(self, name, node, bound, args):
+        """Check and convert the constant arguments in ``args``; returns ``(error, message)`` for an error
+        that the handout raises only at launch (a reduce op or dim it cannot run), else None."""
         if name == "reduce":
             ndim = len(args["x"].sizes)
-            args["dim"] = self.dim_arg(node, bound["dim"], ndim)
+            args["dim"] = self.dim_arg(node, bound["dim"], ndim, check_range=False)
             if args["op"] not in REDUCE_OPS:
-                raise self.error(E.SemanticError, bound["op"],
-                                 f"reduce op must be one of {', '.join(REDUCE_OPS)}, got {args['op']!r}")
+                return "InternalError", f"reduce op must be one of {', '.join(REDUCE_OPS)}, got {args['op']!r}"
+            if not 0 <= args["dim"] < ndim:
+                return "ValueError", f"reduce dim {args['dim']} is out of range for a {ndim}-D tile"
         elif name == "fill":
             if type(args["value"]) not in (int, float, bool):
                 raise self.error(E.TypeError, bound["value"], "fill value must be a number or a bool")
@@ -491,9 +543,8 @@ class KernelBuilder(ast.NodeVisitor):
                 raise self.error(E.TypeError, bound["msg"], "print msg must be a string")
             if len(args["msg"]) > MAX_MSG:
                 raise self.error(E.TypeError, bound["msg"], f"print msg is longer than {MAX_MSG} characters")
-            if type(args["print_only_if_job0"]) is not bool:
-                raise self.error(E.TypeError, bound["print_only_if_job0"],
-                                 "print_only_if_job0 must be True or False")
+            args["print_only_if_job0"] = bool(args["print_only_if_job0"])  # its truth value, as in the handout
+        return None
 
     def call_get_job_id(self, node):
         if node.args or node.keywords:
@@ -506,20 +557,25 @@ class KernelBuilder(ast.NodeVisitor):
         bound = self.bind_args(node, ["shape", "dtype", "name", "init_value"])
         self.require(node, bound, "shape")
         shape_node = bound["shape"]
-        dims = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
+        if isinstance(shape_node, ast.Tuple):
+            dims = self.no_task_args(shape_node, "an alloc_spm shape").elts
+        elif isinstance(shape_node, ast.Constant) and type(shape_node.value) is int:
+            dims = [shape_node]
+        else:  # the handout takes a tuple or an int literal only (spec §2)
+            raise self.error(E.TypeError, shape_node, "alloc_spm shape must be a tuple such as (64, 128) or an "
+                             f"int literal, got '{ast.unparse(shape_node)}'")
         shape = []
         for d in dims:
             v = self.value(d)
             if not (isinstance(v, Scalar) and v.is_const and type(v.expr.value) is int):
                 raise self.error(E.ConstantRequiredError, d, "alloc_spm shape must be constant ints")
-            if v.expr.value < 0:
-                raise self.error(E.ShapeError, d, f"alloc_spm shape {v.expr.value} is negative")
-            shape.append(v.expr.value)
+            shape.append(v.expr.value)  # a negative one is the handout's launch ValueError
         dtype = self.const(bound["dtype"], "dtype") if "dtype" in bound else "float32"
         if dtype not in ("float32", "bool"):
             raise self.error(E.TypeError, node, f"alloc_spm dtype must be 'float32' or 'bool', got {dtype!r}")
         label = self.const(bound["name"], "name") if "name" in bound else (self.assign_target or "")
-        init = self.const(bound["init_value"], "init_value") if "init_value" in bound else 0
+        init = self.const(self.no_task_args(bound["init_value"], "an init_value"), "init_value") \
+            if "init_value" in bound else 0
         if type(init) not in (int, float, bool):
             raise self.error(E.TypeError, node, "init_value must be a number or a bool")
         st = ir.Storage(len(self.storages), "spm", _label(str(label)), tuple(shape), dtype)
@@ -545,9 +601,7 @@ class KernelBuilder(ast.NodeVisitor):
         self.require(node, bound, "x", "dim")
         t = self.tile(bound["x"], "kdt.squeeze's x")
         d = self.dim_arg(node, bound["dim"], t.ndim)
-        size = t.view.sizes[d]
-        if type(size) is ir.Const and size.value != 1:
-            raise self.error(E.ShapeError, node, f"cannot squeeze dimension {d} of size {size.value}")
+        # Any size is accepted, as in the handout: the view keeps index 0 of that dimension (spec §2).
         v = t.view
         return Tile(ir.View(v.storage, v.offset, v.sizes[:d] + v.sizes[d + 1:],
                             v.strides[:d] + v.strides[d + 1:]), t.dtype)

@@ -14,7 +14,7 @@ import torch
 from ..ir import nodes as ir
 from ..ir.kernel import CompiledKernel
 from ..ir.ops import OPS, torch_dtypes
-from ..ir.serialize import IRFormatError, dumps, loads
+from ..ir.serialize import MAX_NODES, IRFormatError, dumps, expanded_size, loads
 from . import errors as E
 from .frontend import KernelBuilder
 
@@ -58,9 +58,12 @@ class KernelFunction:
             n = self.num_jobs_calculator(dict(task_args))
         except Exception as exc:
             raise E.CompilationError(f"num_jobs_calculator raised {type(exc).__name__}: {exc}") from exc
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n <= 0:
-            raise E.CompilationError(f"num_jobs_calculator must return a positive int, got {n!r}")
-        return int(n)  # numpy integers are fine too
+        # An int (True counts as 1, as in the handout); a numpy integer is refused like in the handout.
+        if type(n) not in (int, bool) or n <= 0:
+            raise E.CompilationError(f"num_jobs_calculator must return a positive int, got "
+                                     f"{type(n).__name__} {n!r}" + (" (convert it with int(...))"
+                                                                    if isinstance(n, numbers.Integral) else ""))
+        return int(n)
 
 
 def kernel(num_jobs_calculator):
@@ -78,6 +81,9 @@ def kernel(num_jobs_calculator):
 def _within_ir_limits(kernel: ir.Kernel) -> ir.Kernel:
     """The kernel, after checking it passes the strict IR loader (depth, size and count limits): the
     grading service moves it as JSON, and a kernel too big for that must fail here, as a compile error."""
+    if expanded_size(kernel) > MAX_NODES:  # scalar names share their expressions: count them expanded
+        raise E.CompilationError(f"the kernel exceeds the limits of the KDT IR: more than {MAX_NODES} IR nodes "
+                                 "once every scalar name is replaced by its expression")
     try:
         loads(dumps(kernel))  # the very check (byte size included) the trusted worker applies
     except IRFormatError as exc:
@@ -91,7 +97,7 @@ def _check_task_args(task_args) -> dict:
     for k, v in task_args.items():
         if not isinstance(k, str):
             raise E.ConstantRequiredError(f"task_args keys must be strings, got {k!r}")
-        if type(v) is not int:
+        if type(v) not in (int, bool):
             raise E.ConstantRequiredError(f"task_args['{k}'] must be an int, got {type(v).__name__}")
     return dict(task_args)
 
@@ -119,8 +125,12 @@ def _parse(fn):
         raise E.CompilationError(f"cannot read the source of kernel '{getattr(fn, '__name__', fn)}': "
                                  f"{exc}") from exc
     source = "".join(lines)
-    dedented = textwrap.dedent(source)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    if indent:  # the handout parses the source as it stands: Python's IndentationError
+        raise E.IndentationError(f"kernel '{getattr(fn, '__name__', fn)}' is indented (defined inside a "
+                                 "function, class or block): define it at the top level of the file",
+                                 first, indent + 1)
+    dedented = textwrap.dedent(source)
     try:
         module = ast.parse(dedented)
     except SyntaxError as exc:

@@ -32,3 +32,15 @@ class SPMOverflowError(LaunchError, builtins.RuntimeError):
 
 class SimulationTimeout(LaunchError, builtins.TimeoutError):
     """The simulation ran past its wall-clock limit (20 s per launch by default)."""
+
+
+class InternalError(LaunchError, builtins.RuntimeError):
+    """The handout's ``InternalError`` at launch: a statement it cannot execute was reached (a ``reduce``
+    op other than sum, max and min)."""
+
+
+class MemorySpaceError(LaunchError, builtins.KeyError):
+    """A tile in the wrong memory space (spec §3), found before job 0 in an IR built without the front end
+    or the IR loader (both refuse it earlier). ``str()`` is the plain message."""
+
+    __str__ = builtins.Exception.__str__

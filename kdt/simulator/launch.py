@@ -120,6 +120,12 @@ def _io_arrays(kernel, io_tensors):
 
 
 def _check_spm(kernel, spec: TPUSpec):
+    """Spec §2/§3, before job 0: no negative ``alloc_spm`` dimension (``ValueError``, as the handout's
+    allocation), then the SPM capacity (``RuntimeError``)."""
+    for st in kernel.storages:
+        if st.kind == "spm" and any(d < 0 for d in st.shape):
+            raise LaunchValueError(f"alloc_spm of {st.name or 'an SPM tile'} with shape {st.shape}: negative "
+                                   "dimensions are not allowed")
     need = sum(st.spm_bytes for st in kernel.storages if st.kind == "spm")
     if need > spec.spm_size:
         raise SPMOverflowError(f"the kernel allocates {need} bytes of SPM, more than the SM's {spec.spm_size} "

@@ -14,6 +14,7 @@ Every storage keeps, for each element, the finish cycle of its last writer (``w`
 import numpy as np
 
 from .errors import OutOfBoundsError, ShapeError
+from .errors import ValueError as LaunchValueError
 
 _ITEMSIZE = {"float32": 4, "bool": 1}
 _NP_DTYPE = {"float32": np.float32, "bool": np.bool_}
@@ -160,11 +161,15 @@ def stamp_set(rv: RV, stamps: Stamps, t: int) -> None:
 
 
 def check_bounds(st: StorageRT, off, sizes, strides, where: str):
-    """Spec §3's bounds check; raises ``OutOfBoundsError`` (an IndexError) or ``ShapeError``."""
+    """Spec §3's bounds check; raises ``OutOfBoundsError`` (an IndexError), ``ShapeError`` (a negative
+    size) or ``ValueError`` (an empty view starting past the storage's end, as in the handout)."""
     for s in sizes:
         if s < 0:
             raise ShapeError(f"{where}: view of '{st.label}' has a negative size {tuple(sizes)}")
     if 0 in sizes:
+        if off > st.n:  # the handout's view of an empty tile starts inside or at the end of its buffer
+            raise LaunchValueError(f"{where}: an empty view of '{st.label}' starts at element {off}, past the end "
+                                   f"of its {st.n} elements")
         last = off + sum((s - 1) * d for s, d in zip(sizes, strides))
         first = off
     else:

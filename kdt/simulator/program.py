@@ -12,8 +12,9 @@ import time
 
 from ..ir import nodes as ir
 from ..ir.affine import expr_type
-from ..ir.ops import MATRIX, MEMORY, OPS, UNIT_OF_CLASS, VECTOR
-from .errors import LaunchError, ShapeError, SimulationTimeout
+from ..ir.ops import MATRIX, MEMORY, OPS, UNIT_OF_CLASS, VECTOR, space_problem
+from . import errors as launch_errors
+from .errors import LaunchError, MemorySpaceError, ShapeError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
 from .exprs import compile_expr
@@ -152,7 +153,17 @@ class ProgramBuilder:
             return self.assign(s)
         if t is ir.For:
             return self.loop(s)
+        if t is ir.Raise:
+            return self.raise_stmt(s)
         return self.branch(s)
+
+    def raise_stmt(self, s: ir.Raise):
+        """An error the handout raises when this statement executes (and only then)."""
+        cls, message = getattr(launch_errors, s.error), f"Line {s.line}: {s.message}"
+
+        def run_raise(env):
+            raise cls(message)
+        return run_raise
 
     def assign(self, s: ir.Assign):
         f, slot = guarded(compile_expr(s.value, self.slot_types), s.line), s.slot
@@ -202,6 +213,10 @@ class ProgramBuilder:
         spec = OPS[s.op]
         where = f"Line {s.line}, kdt.{s.op}"
         tiles = {p.name: s.args[p.name] for p in spec.params if isinstance(s.args[p.name], ir.View)}
+        for name, view in tiles.items():  # an IR built in Python skipped the front end and the loader
+            problem = space_problem(s.op, name, self.kernel.storages[view.storage])
+            if problem is not None:
+                raise MemorySpaceError(f"{where}: {problem}")
         scalars = {p.name: compile_expr(s.args[p.name], self.slot_types) for p in spec.params
                    if p.kind in ("scalar", "any") and not isinstance(s.args[p.name], ir.View)}
         in_names = [n for n in tiles if n not in spec.tile_outputs]
@@ -210,7 +225,7 @@ class ProgramBuilder:
         compute = make_compute(s, scalars, self.out_stream)
         if s.op == "print" and "x" in scalars:
             return self.scalar_print(compute, s.line)
-        check = self.shape_check(s, tiles)
+        check = _chain(self.shape_check(s, tiles), self.dtype_check(s, spec, tiles, scalars, where))
         latency = self.latency_fn(s, tiles)
         return self.timed(s, spec, in_res, out_res, compute, check, latency, where)
 
@@ -230,16 +245,39 @@ class ProgramBuilder:
             if problem is None:
                 return None
 
-            def fail(ins, out):
+            def fail(ins, out, env):
                 raise ShapeError(f"{where}: {problem}")
             return fail
         order = names  # inputs first, then the output, matching ``ins + [out]``
 
-        def check(ins, out):
+        def check(ins, out, env):
             shapes = dict(zip(order, [rv.shape for rv in ins] + [out.shape]))
             problem = shape_error(s.op, shapes, dim)
             if problem:
                 raise ShapeError(f"{where}: {problem}")
+        return check
+
+    def dtype_check(self, s, spec, tiles, scalars, where):
+        """None when every tile operand has a dtype its parameter accepts (``kdt.ir.ops``); else a check
+        raising the launch ``TypeError`` when the instruction executes (while ``dtype_if`` holds)."""
+        bad = []
+        for p in spec.params:
+            view = tiles.get(p.name)
+            if view is None or p.dtypes is None:
+                continue
+            dtype = self.kernel.storages[view.storage].dtype
+            if dtype not in p.dtypes:
+                cond = scalars[p.dtype_if] if p.dtype_if else None
+                bad.append((cond, f"{where}: '{p.name}' is a {dtype} tile, kdt.{s.op} needs "
+                                  f"{' or '.join(p.dtypes)} there" + (f" when {p.dtype_if} is true"
+                                                                      if p.dtype_if else "")))
+        if not bad:
+            return None
+
+        def check(ins, out, env):
+            for cond, message in bad:
+                if cond is None or cond(env):
+                    raise LaunchTypeError(message)
         return check
 
     def latency_fn(self, s, tiles):
@@ -287,7 +325,7 @@ class ProgramBuilder:
                 ins = fixed_ins if fixed_ins is not None else [r(env) for r in in_res]
                 out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
                 if check is not None:
-                    check(ins, out)
+                    check(ins, out, env)
                 compute(ins, out, env)
             except LaunchError:
                 raise
@@ -338,6 +376,18 @@ class ProgramBuilder:
                 base = state.base
                 rec.append((op, issue - base, finish - base, unit_name, line))
         return run_inst
+
+
+def _chain(*checks):
+    """One check running ``checks`` (None entries skipped) in order, or None when there is none."""
+    checks = [c for c in checks if c is not None]
+    if len(checks) <= 1:
+        return checks[0] if checks else None
+
+    def run(ins, out, env):
+        for c in checks:
+            c(ins, out, env)
+    return run
 
 
 def _prefetch(resolvers):

@@ -6,7 +6,8 @@ output view (or None) and the job's slot list, and writes the result into the ou
 import math
 
 import numpy as np
-import torch
+
+from ..ir.ops import OPS
 
 
 _BINARY_UFUNCS = {
@@ -34,21 +35,35 @@ def _number(value, what: str):
     return _F32(value)
 
 
-def _power_base(yf):  # exp: out = y ** x
+def _full(x, y):
+    """``y`` (float32) as an array of ``x``'s shape: numpy's power takes its sqrt/square fast paths for a
+    scalar exponent (``sqrt(-inf)`` is nan, ``pow(-inf, 0.5)`` is inf), the handout computes elementwise."""
+    return np.full(np.shape(x), y, dtype=np.float32)
+
+
+def _power_base(yf):  # exp: out = y ** x, y > 0 (spec §3)
     def compute(ins, o, env):
-        o.write(np.power(_number(yf(env), "y"), ins[0].data, dtype=np.float32))
+        y = _number(yf(env), "y")
+        if not y > 0:
+            raise ValueError(f"kdt.exp needs a base y > 0, got {y}")
+        x = ins[0].data.astype(np.float32)
+        o.write(np.power(_full(x, y), x))
     return compute
 
 
-def _log(yf):  # out = log base y of x (the handout's natural-log bug is not reproduced, spec §6.5)
+def _log(yf):  # out = log base y of x, y > 0 and y != 1 (the handout's natural-log bug is not reproduced, §6.5)
     def compute(ins, o, env):
-        o.write(np.log(ins[0].data, dtype=np.float32) / np.log(_number(yf(env), "y")))
+        y = _number(yf(env), "y")
+        if not y > 0 or y == 1:
+            raise ValueError(f"kdt.log needs a base y > 0 and y != 1, got {y}")
+        o.write(np.log(ins[0].data, dtype=np.float32) / np.log(y))
     return compute
 
 
 def _pow(yf):  # out = x ** y
     def compute(ins, o, env):
-        o.write(np.power(ins[0].data, _number(yf(env), "y"), dtype=np.float32))
+        x = ins[0].data.astype(np.float32)
+        o.write(np.power(x, _full(x, _number(yf(env), "y"))))
     return compute
 
 
@@ -75,9 +90,7 @@ def _matmul(accf):
         if m * k * n > MAX_MATMUL_MACS:
             raise ValueError(f"a {m}x{k}x{n} matmul is more than the simulator handles ({MAX_MATMUL_MACS} "
                              "multiply-adds; no contest kernel needs one this large)")
-        acc = accf(env)
-        if type(acc) not in (bool, int):
-            raise TypeError(f"accumulate must be a bool, got {type(acc).__name__} {acc!r}")
+        acc = _number(accf(env), "accumulate")  # its truth value, as in the handout (0.5 accumulates)
         prod = np.matmul(ins[0].data, ins[1].data)
         if acc:
             prod = prod + o.data
@@ -107,7 +120,7 @@ def _print(msg, only_job0, scalar, out):
         job = env[0]
         if only_job0 and job != 0:
             return
-        value = scalar(env) if scalar is not None else torch.from_numpy(np.array(ins[0].data))
+        value = scalar(env) if scalar is not None else repr(np.array(ins[0].data))  # the handout's text
         print(f"[Job {job}] {msg}: {value}", file=out())
     return compute
 
@@ -145,15 +158,17 @@ def make_compute(inst, scalar_fns: dict, out_stream):
 
 
 def shape_error(op: str, shapes: dict, dim: int | None = None) -> str | None:
-    """The problem with these operand shapes (parameter name -> shape), or None if they fit."""
+    """The problem with these operand shapes (parameter name -> shape), or None if they fit; the ranks
+    come from the instruction table (``kdt.ir.ops``)."""
+    for p in OPS[op].params:
+        if p.rank is not None and p.name in shapes and len(shapes[p.name]) != p.rank:
+            return f"{op} needs {p.rank}-D tiles, got " + ", ".join(f"{r} {s}" for r, s in shapes.items())
     if op == "reduce":
         x, out = shapes["x"], shapes["out"]
         want = x[:dim] + x[dim + 1:]
         return None if out == want else f"reduce over dim {dim} of {x} gives {want}, but out is {out}"
     if op == "matmul":
         a, b, out = shapes["a"], shapes["b"], shapes["out"]
-        if len(a) != 2 or len(b) != 2 or len(out) != 2:
-            return f"matmul needs 2-D tiles, got a {a}, b {b}, out {out}"
         if a[1] != b[0] or out != (a[0], b[1]):
             return f"matmul needs (M, K) @ (K, N) -> (M, N), got a {a}, b {b}, out {out}"
         return None

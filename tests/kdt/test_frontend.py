@@ -198,7 +198,7 @@ def test_positional_accumulate_and_max_in_num_jobs_calculator():
 
 
 def test_num_jobs_calculator_must_return_a_positive_int():
-    for bad in (lambda t: 0, lambda t: -1, lambda t: 2.0, lambda t: True, lambda t: None, lambda t: "2"):
+    for bad in (lambda t: 0, lambda t: -1, lambda t: 2.0, lambda t: False, lambda t: None, lambda t: "2"):
         k = kdt.kernel(num_jobs_calculator=bad)(xor_index.fn)
         with pytest.raises(E.CompilationError, match="positive int"):
             k.compile({}, {'x': torch.zeros(2, 128), 'y': torch.zeros(2, 128)})
@@ -274,17 +274,10 @@ def broadcast_non_one(task_args, io_tensors):
     kdt.store(b, io_tensors['y'])
 
 
-@kdt.kernel(num_jobs_calculator=one_job)
-def squeeze_non_one(task_args, io_tensors):
-    a = kdt.alloc_spm((4, 8))
-    kdt.store(kdt.squeeze(a, 1), io_tensors['y'])
-
-
 def test_broadcast_to_a_dimension_of_constant_size_other_than_1_is_a_compile_error():
     exc = compile_error(broadcast_non_one, {'y': torch.zeros(8, 8)})
     assert isinstance(exc, E.ShapeError)
     assert_at(exc, broadcast_non_one, "kdt.broadcast_to(")
-    assert isinstance(compile_error(squeeze_non_one, {'y': torch.zeros(4)}), E.ShapeError)
 
 
 def _bad_dim(name, body):
@@ -306,7 +299,6 @@ def _bad_dim(name, body):
 @pytest.mark.parametrize("body, needle", [
     ("kdt.store(kdt.transpose(a, 0, 2), io_tensors['y'])", "2)"),
     ("kdt.store(kdt.transpose(a, dim1=-1, dim2=0), io_tensors['y'])", "-1"),
-    ("kdt.reduce(a, 2, 'sum', c)", "2,"),
     ("kdt.store(kdt.squeeze(c, 1), io_tensors['y'])", "1)"),
     ("kdt.store(kdt.unsqueeze(a, 3), io_tensors['y'])", "3)"),
     ("kdt.store(kdt.slice(a, 2, 0, 1), io_tensors['y'])", "2, 0"),
@@ -336,14 +328,16 @@ def test_dimension_arguments_out_of_range_are_compile_index_errors(tmp_path, bod
 def shadowing(task_args, io_tensors):
     off = 1
     t = kdt.alloc_spm((16,))
+    u = kdt.alloc_spm((16,))
     for i in range(2):
         off = i + 2
         kdt.load(io_tensors['x'][off], t)
         kdt.store(t, io_tensors['y'][i])
     if off == 1:
         off = 0
-        t = io_tensors['y'][2]
+        t = u
         kdt.load(io_tensors['x'][off], t)
+        kdt.store(t, io_tensors['y'][2])
     kdt.load(io_tensors['x'][off], t)
     kdt.store(t, io_tensors['y'][3])
 
@@ -354,13 +348,15 @@ def test_inner_assignment_shadows_and_vanishes(monkeypatch):
     io = {'x': x, 'y': torch.zeros(4, 16)}
     prof = kdt.Profile()
     # load 1->11, store 11->21, load (waits for the store's read of t) 21->31, store 31->41;
-    # in the if: load x[0] straight into y[2]: 32->42; then load x[1] into t: 41->51; store 51->61
-    assert run(shadowing, io, profile=prof) == 61
-    assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["store", 11, 21], ["load", 21, 31],
-                             ["store", 31, 41], ["load", 32, 42], ["load", 41, 51], ["store", 51, 61]]
+    # in the if: load x[0] into u (the inner t): 32->42, store it into y[2] 42->52; then load x[1] into
+    # the outer t: 43 -> waits for t's last read (41) -> 43->53; store 53->63
+    assert run(shadowing, io, profile=prof) == 63
+    assert prof.trace(0) == [["fill", 1, 1], ["fill", 1, 1], ["load", 1, 11], ["store", 11, 21],
+                             ["load", 21, 31], ["store", 31, 41], ["load", 32, 42], ["store", 42, 52],
+                             ["load", 43, 53], ["store", 53, 63]]
     assert torch.equal(io['y'], torch.stack([x[2], x[3], x[0], x[1]]))
     monkeypatch.setenv("KDT_ENABLE_VARIABLE_SHADOWING", "1")
-    assert run(shadowing, io) == 61
+    assert run(shadowing, io) == 63
 
 
 @pytest.mark.parametrize("value", ["0", " 0 "])
@@ -514,7 +510,7 @@ def test_range_bounds_must_be_ints_at_launch():
     assert f"Line {where(float_range, 'for i')[0]}" in str(ei.value)
 
 
-@pytest.mark.parametrize("value", [2.0, True, "2", None, torch.tensor(2)])
+@pytest.mark.parametrize("value", [2.0, "2", None, torch.tensor(2)])
 def test_task_args_must_be_ints(value):
     with pytest.raises(E.ConstantRequiredError):
         if_on_comparison.compile({'n': value}, {'x': torch.zeros(4, 16), 'y': torch.zeros(2, 16)})
@@ -550,7 +546,7 @@ def test_print_ir_is_readable(capsys):
     text = capsys.readouterr().out
     assert text == c.ir_text() + "\n"
     assert text.startswith("kernel branch_tiles: 2 job(s)")
-    for needle in ("io x: float32[2, 64]", "second = j == 1", "if second:", "else:", "mul(", "add(", "store(",
+    for needle in ("io x: float32[2, 64]", "if job_id == 1:", "else:", "mul(", "add(", "store(",
                    f"# line {where(branch_tiles, 'kdt.mul(')[0]}"):
         assert needle in text, needle
 
@@ -619,16 +615,19 @@ def test_compile_errors_start_with_line_and_column_in_the_file(kernel, needle, c
     assert_at(exc, kernel, needle)
 
 
-def test_error_columns_of_an_indented_kernel():
+def test_an_indented_kernel_is_the_handouts_indentation_error():
+    """Issue 9: the handout parses a kernel's source as it stands, so one defined inside a class or a
+    function fails with Python's IndentationError at compile time; so does ours, naming its line."""
     class Holder:
         @kdt.kernel(num_jobs_calculator=one_job)
         def nested(task_args, io_tensors):
             t = kdt.alloc_spm((16,))
-            kdt.load(io_tensors['x'], undefined_tile)
 
     exc = compile_error(Holder.nested, {'x': torch.zeros(16)})
-    assert isinstance(exc, E.SymbolError)
-    assert_at(exc, Holder.nested, "undefined_tile")
+    assert isinstance(exc, E.IndentationError) and isinstance(exc, IndentationError)
+    assert exc.line == where(Holder.nested, "@kdt.kernel")[0]
+    assert str(exc) == (f"Line {exc.line}, Col 9, kernel 'nested' is indented (defined inside a function, class "
+                        "or block): define it at the top level of the file")
 
 
 # ---- launch-time checks -----------------------------------------------------------------------------
@@ -755,9 +754,9 @@ def test_print_of_scalars_and_tiles(capsys):
     # per job: fill 1, load 1->11, the tile prints (free) 11->11: 11 cycles each, 1 SM
     assert run(printing, io, profile=prof) == 22
     assert capsys.readouterr().out.splitlines() == [
-        "[Job 0] tile: tensor([1., 2., 3.])", "[Job 0] scalar: 1", "[Job 0] only0: tensor([1., 2., 3.])",
-        "[Job 0] only0 scalar: 0", "[Job 0] : 0.0",
-        "[Job 1] tile: tensor([4.0000, 5.0000, 6.5000])", "[Job 1] scalar: 3", "[Job 1] : 0.25"]
+        "[Job 0] tile: array([1., 2., 3.], dtype=float32)", "[Job 0] scalar: 1",
+        "[Job 0] only0: array([1., 2., 3.], dtype=float32)", "[Job 0] only0 scalar: 0", "[Job 0] : 0.0",
+        "[Job 1] tile: array([4. , 5. , 6.5], dtype=float32)", "[Job 1] scalar: 3", "[Job 1] : 0.25"]
     assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11], ["print", 11, 11]]
     assert prof.trace(1) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11]]
 
@@ -880,14 +879,11 @@ REJECTED = [
     ("n = None", "TypeError"),
     ("n = b'x'", "TypeError"),
     ("n = 1j", "TypeError"),
-    ("for i in range(2):\n        pass\n    else:\n        pass", "UnsupportedFeatureError"),
     ("for i in [0, 1]:\n        pass", "UnsupportedFeatureError"),
     ("for i in range():\n        pass", "UnsupportedFeatureError"),
     ("for i in range(end=2):\n        pass", "UnsupportedFeatureError"),
     ("for i, k in range(2):\n        pass", "UnsupportedFeatureError"),
     ("'a string statement'", "TypeError"),
-    ("t", "TypeError"),
-    ("1 + 2", "TypeError"),
     ("n = kdt.add(t, t, t)", "TypeError"),
     ("kdt.add(t, t)", "TypeError"),
     ("kdt.add(t, t, t, t)", "TypeError"),
@@ -895,12 +891,10 @@ REJECTED = [
     ("kdt.add(t, t, t, out=t)", "TypeError"),
     ("kdt.add(t, 1.0, t)", "TypeError"),
     ("kdt.exp(t, t, t)", "TypeError"),
-    ("kdt.reduce(t, 0, 'mean', t)", "SemanticError"),
     ("kdt.reduce(t, 0, t, t)", "ConstantRequiredError"),
     ("kdt.fill(t, 'x')", "TypeError"),
     ("kdt.fill(t, kdt.get_job_id())", "ConstantRequiredError"),
     ("kdt.print(t, 5)", "TypeError"),
-    ("kdt.print(t, 'm', 1)", "TypeError"),
     ("kdt.print(io_tensors)", "TypeError"),
     ("kdt.get_job_id(1)", "TypeError"),
     ("n = kdt.get_job_id", "SyntaxError"),
@@ -908,13 +902,37 @@ REJECTED = [
     ("kdt.nope()", "SyntaxError"),
     ("n = print(1)", "UnsupportedFeatureError"),
     ("n = t.sum()", "UnsupportedFeatureError"),
-    ("n = kdt.alloc_spm([4])", "UnsupportedFeatureError|ConstantRequiredError"),
+    ("n = kdt.alloc_spm([4])", "TypeError"),
+    ("n = kdt.alloc_spm(task_args['n'])", "TypeError"),
+    ("m = 4\n    n = kdt.alloc_spm(m)", "TypeError"),
+    ("n = kdt.alloc_spm(-4)", "TypeError"),
+    ("kdt.alloc_spm((4,))", "SemanticError"),
+    ("n = kdt.alloc_spm((task_args['n'],))", "UnsupportedFeatureError"),
+    ("n = kdt.alloc_spm((4,), init_value=task_args['n'])", "UnsupportedFeatureError"),
+    ("kdt.fill(t, task_args['n'])", "UnsupportedFeatureError"),
+    ("for i in range(task_args['n']):\n        pass", "UnsupportedFeatureError"),
+    ("for i in range(0, task_args['n'] + 1):\n        pass", "UnsupportedFeatureError"),
+    ("n = t[task_args['n']]", "UnsupportedFeatureError"),
+    ("n = t[0:task_args['n']]", "UnsupportedFeatureError"),
+    ("n = io_tensors['x'][kdt.get_job_id() * task_args['n']]", "UnsupportedFeatureError"),
+    ("n = io_tensors['missing']", "KeyError"),
+    ("kdt.add(io_tensors['x'], t, t)", "KeyError"),
+    ("kdt.add(t, t, io_tensors['x'])", "KeyError"),
+    ("kdt.copy(io_tensors['x'], t)", "KeyError"),
+    ("kdt.copy(t, io_tensors['x'])", "KeyError"),
+    ("kdt.where(t, t, t, io_tensors['x'])", "KeyError"),
+    ("kdt.fill(io_tensors['x'], 1.0)", "KeyError"),
+    ("kdt.print(io_tensors['x'])", "KeyError"),
+    ("kdt.load(t, t)", "KeyError"),
+    ("kdt.load(io_tensors['x'], io_tensors['x'])", "KeyError"),
+    ("kdt.store(io_tensors['x'], io_tensors['x'])", "KeyError"),
+    ("kdt.store(t, t)", "KeyError"),
+    ("kdt.exp(io_tensors['x'], t, 2.0)", "KeyError"),
     ("n = kdt.alloc_spm((4,), 'float64')", "TypeError"),
     ("n = kdt.alloc_spm((4,), init_value='0')", "TypeError"),
-    ("n = kdt.alloc_spm((-4,))", "ShapeError"),
     ("n = kdt.alloc_spm((4.0,))", "ConstantRequiredError"),
     ("n = kdt.alloc_spm()", "TypeError"),
-    ("n = task_args['missing']", "SymbolError"),
+    ("n = task_args['missing']", "KeyError"),
     ("n = task_args[0]", "ConstantRequiredError"),
     ("n = io_tensors[task_args]", "ConstantRequiredError"),
     ("n = undefined_name", "SymbolError"),
@@ -925,7 +943,6 @@ REJECTED = [
     ("n = t + 1", "TypeError"),
     ("n = -t", "TypeError"),
     ("n = not io_tensors", "TypeError"),
-    ("if t:\n        pass", "TypeError"),
     ("for i in range(t):\n        pass", "TypeError"),
     ("n = kdt.transpose(t, 0)", "TypeError"),
     ("n = kdt.transpose(t, 0, 0, dim1=0)", "TypeError"),
@@ -991,7 +1008,6 @@ def overlapping_1d_copy(task_args, io_tensors):
     kdt.load(io_tensors['x'], a)
     kdt.copy(a[:, 2], a[1][0:3])
     kdt.store(a, io_tensors['y'])
-    kdt.load(io_tensors['x'][:, 2], io_tensors['x'][1][0:3])
 
 
 @kdt.kernel(num_jobs_calculator=one_job)
@@ -1024,10 +1040,8 @@ def test_overlapping_operands_read_before_writing():
 def test_overlapping_1d_copy_reads_before_writing():
     x = _x38()
     io = {'x': x.clone(), 'y': torch.zeros(3, 8)}
-    # load 1->11; copy 11->11; store 11->21 (next_issue 12); the global load writes x, last read by the
-    # first load (11): max(12, 11) = 12 -> 22
-    assert run(overlapping_1d_copy, io) == 22
+    # load 1->11; copy 11->11; store 11->21
+    assert run(overlapping_1d_copy, io) == 21
     ref = x.clone()
     ref[1][0:3] = x[:, 2]
-    assert io['y'][1].tolist() == ref[1].tolist()
-    assert io['x'][1].tolist() == ref[1].tolist()
+    assert io['y'].tolist() == ref.tolist()

@@ -44,15 +44,15 @@ def test_integer_literals_beyond_the_scalar_range_are_located_compile_errors(tmp
 def test_folding_past_the_range_is_left_to_launch(tmp_path):
     mod = load(tmp_path, "    n = (1 << 62) * 4\n    kdt.print(n)\n")
     c = mod.k.compile({}, {})  # compiles: the product is not folded into an out-of-range constant
-    with pytest.raises(L.ValueError, match="Line 10: OverflowError"):
+    with pytest.raises(L.ValueError, match="Line 11: OverflowError"):  # where n is used (a lazy name)
         kdt.launch_kernel(c, {}, SPEC)
 
 
 def test_conditional_expression_errors_name_their_line(tmp_path):
-    mod = load(tmp_path, "    t = kdt.alloc_spm((4,))\n    kdt.load(io_tensors['x'][(1 if task_args['n'] else 2):5], t)\n")
+    mod = load(tmp_path, "    t = kdt.alloc_spm((4,))\n    n = task_args['n']\n    kdt.load(io_tensors['x'][(1 if n else 2):5], t)\n")
     io = {"x": torch.zeros(8)}
     c = mod.k.compile({"n": 3}, io)
-    with pytest.raises(L.TypeError, match=r"^Line 11, kdt.load: a conditional expression needs a bool"):
+    with pytest.raises(L.TypeError, match=r"^Line 12, kdt.load: a conditional expression needs a bool"):
         kdt.launch_kernel(c, io, SPEC)
 
 
@@ -72,10 +72,15 @@ def test_expanded_io_tensors_are_refused_before_simulating(tmp_path):
         kdt.launch_kernel(c, {"y": torch.zeros(1).expand(4)}, SPEC)
 
 
-def test_num_jobs_may_be_a_numpy_integer(tmp_path):
+def test_num_jobs_as_a_numpy_integer_is_refused_like_in_the_handout(tmp_path):
+    """Issue 9: the handout's compile fails for a numpy integer job count; True counts as one job."""
     mod = load(tmp_path, "    t = kdt.alloc_spm((4,))\n", jobs="np.int64(3)")
     mod.jobs.__globals__["np"] = np
-    assert mod.k.compile({}, {}).num_jobs == 3
+    with pytest.raises(E.CompilationError, match=r"^num_jobs_calculator must return a positive int, got int64 "
+                                                 r"np.int64\(3\) \(convert it with int\(...\)\)$"):
+        mod.k.compile({}, {})
+    mod = load(tmp_path, "    t = kdt.alloc_spm((4,))\n", jobs="True")
+    assert mod.k.compile({}, {}).num_jobs == 1
 
 
 def test_kernels_beyond_the_ir_byte_limit_fail_at_compile_time(tmp_path, monkeypatch):

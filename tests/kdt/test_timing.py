@@ -118,9 +118,12 @@ def test_other_vxm_and_mxm_throughputs():
 
 @kdt.kernel(num_jobs_calculator=one_job)
 def one_matmul(task_args, io_tensors):
-    a = kdt.alloc_spm((task_args['M'], task_args['K']))
-    b = kdt.alloc_spm((task_args['K'], task_args['N']))
-    c = kdt.alloc_spm((task_args['M'], task_args['N']))
+    m = task_args['M']
+    k = task_args['K']
+    n = task_args['N']
+    a = kdt.alloc_spm((m, k))
+    b = kdt.alloc_spm((k, n))
+    c = kdt.alloc_spm((m, n))
     kdt.matmul(a, b, c)
 
 
@@ -184,7 +187,7 @@ def test_free_instructions_wait_for_operands_but_do_not_hold_up_the_issue_unit(c
     ]
     assert cycles == 23
     assert torch.equal(io['y'], torch.ones(128)) and torch.equal(io['z'], x)
-    assert capsys.readouterr().out.startswith("[Job 0] d: tensor([0., 0.,")
+    assert capsys.readouterr().out.startswith("[Job 0] d: array([0., 0.,")
 
 
 @kdt.kernel(num_jobs_calculator=one_job)
@@ -302,7 +305,7 @@ import random
 
 import numpy as np
 
-from kdt.ir.ops import OPS
+from kdt.ir.ops import OPS, SPACE_OF_KIND
 
 _RANDOM_OPS = ["load", "store", "copy", "add", "mul", "exp", "fma", "reduce", "matmul", "fill", "where", "print",
                "max", "le"]
@@ -323,9 +326,11 @@ class _Gen:
     def __init__(self, rng):
         self.rng = rng
 
-    def view(self, shape):
+    def view(self, shape, op, param):
+        """A view for operand ``param`` of ``op``, in the memory space the instruction table names."""
         rng = self.rng
-        sid = rng.randrange(len(_STORAGES))
+        space = OPS[op].param(param).space
+        sid = rng.choice([i for i, (kind, _, _) in enumerate(_STORAGES) if SPACE_OF_KIND[kind] == space])
         n = _numel(_STORAGES[sid][2])
         strides = [rng.choice([0, 1, 1, 2, 3, 6, 8, -1, -2]) if s > 1 else rng.choice([0, 1, 5])
                    for s in shape]
@@ -359,17 +364,18 @@ class _Gen:
         args = {}
         if op == "matmul":
             m, k, n = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 3)
-            args = {"a": self.view((m, k)), "b": self.view((k, n)), "out": self.view((m, n)),
+            args = {"a": self.view((m, k), op, "a"), "b": self.view((k, n), op, "b"),
+                    "out": self.view((m, n), op, "out"),
                     "accumulate": ["c", rng.random() < 0.5]}
         elif op == "reduce":
             shp = shp or (3,)
             dim = rng.randrange(len(shp))
-            args = {"x": self.view(shp), "dim": dim, "op": rng.choice(["sum", "max", "min"]),
-                    "out": self.view(shp[:dim] + shp[dim + 1:])}
+            args = {"x": self.view(shp, op, "x"), "dim": dim, "op": rng.choice(["sum", "max", "min"]),
+                    "out": self.view(shp[:dim] + shp[dim + 1:], op, "out")}
         else:
             for p in OPS[op].params:
                 if p.kind in ("in", "out", "any"):
-                    args[p.name] = self.view(shp if rng.random() < 0.97 else self.shape())
+                    args[p.name] = self.view(shp if rng.random() < 0.97 else self.shape(), op, p.name)
                 elif p.kind == "scalar":
                     args[p.name] = ["c", 2.0]
                 elif p.name == "value":
