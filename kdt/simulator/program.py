@@ -122,8 +122,10 @@ class ViewResolver:
 class ProgramBuilder:
     """Builds the closures of one kernel for one launch (bound to that launch's storages)."""
 
-    def __init__(self, kernel: ir.Kernel, storages: list, spec, state: JobState, out_stream):
+    def __init__(self, kernel: ir.Kernel, storages: list, spec, state: JobState, out_stream, *,
+                 timing: bool = True):
         self.kernel = kernel
+        self.timing = timing
         self.storages = storages
         self.spec = spec
         self.state = state
@@ -226,6 +228,8 @@ class ProgramBuilder:
         if s.op == "print" and "x" in scalars:
             return self.scalar_print(compute, s.line)
         check = _chain(self.shape_check(s, tiles), self.dtype_check(s, spec, tiles, scalars, where))
+        if not self.timing:
+            return self.untimed(s, in_res, out_res, compute, check, where)
         latency = self.latency_fn(s, tiles)
         return self.timed(s, spec, in_res, out_res, compute, check, latency, where)
 
@@ -375,6 +379,39 @@ class ProgramBuilder:
             if rec is not None:
                 base = state.base
                 rec.append((op, issue - base, finish - base, unit_name, line))
+        return run_inst
+
+
+    def untimed(self, s, in_res, out_res, compute, check, where):
+        """The functional-only closure of a tile instruction (``launch_kernel(..., timing=False)``): the
+        same resolution, checks, computation and errors as ``timed``, without the §4 timing update."""
+        only_job0 = s.op == "print" and s.args["print_only_if_job0"]
+        fixed_ins = _prefetch(in_res)
+        fixed_out = (_prefetch([out_res]) or [None])[0] if out_res is not None else None
+        if fixed_ins is not None and (out_res is None or fixed_out is not None) and check is None \
+                and not only_job0:
+            def run_fixed(env):
+                try:
+                    compute(fixed_ins, fixed_out, env)
+                except LaunchError:
+                    raise
+                except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                    raise scalar_error(where, exc) from None
+            return run_fixed
+
+        def run_inst(env):
+            if only_job0 and env[0] != 0:
+                return
+            try:
+                ins = fixed_ins if fixed_ins is not None else [r(env) for r in in_res]
+                out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
+                if check is not None:
+                    check(ins, out, env)
+                compute(ins, out, env)
+            except LaunchError:
+                raise
+            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                raise scalar_error(where, exc) from None
         return run_inst
 
 
