@@ -131,6 +131,7 @@ class ProgramBuilder:
         self.state = state
         self.out_stream = out_stream
         self.slot_types = _slot_types(kernel)
+        self.unwritten = frozenset(st.id for st in kernel.storages) - _written_storages(kernel)
 
     def build(self):
         return self.block(self.kernel.body)
@@ -310,7 +311,7 @@ class ProgramBuilder:
 
     def timed(self, s, spec, in_res, out_res, compute, check, latency, where):
         """The closure of a tile instruction: resolve, check, compute, then the §4 timing update."""
-        state, op, line = self.state, s.op, s.line
+        state, op, line, unwritten = self.state, s.op, s.line, self.unwritten
         unit = _UNIT_INDEX.get(spec.klass, 0)
         holds_issue = spec.klass != "free"
         unit_name = UNIT_OF_CLASS[spec.klass]
@@ -362,7 +363,7 @@ class ProgramBuilder:
             for rv in ins:
                 if rv.tk == FULL:
                     rv.r.u = finish
-                else:
+                elif rv.st.id not in unwritten:  # read stamps only matter to a later writer
                     stamp_set(rv, rv.r, finish)
             if out is not None:
                 if out.tk == FULL:
@@ -444,6 +445,28 @@ def _static_sizes(view: ir.View):
     if all(type(x) is ir.Const for x in view.sizes):
         return tuple(x.value for x in view.sizes)
     return None
+
+
+def _written_storages(kernel: ir.Kernel) -> set:
+    """Ids of the storages some instruction writes (an ``out`` operand). The read stamps of the others
+    are never consulted (only a writer waits for readers, spec §4), so the simulator skips them: a
+    kernel streaming from a large io tensor then never materialises its per-element read stamps."""
+    written = set()
+
+    def walk(stmts):
+        for s in stmts:
+            t = type(s)
+            if t is ir.Inst:
+                for p in OPS[s.op].params:
+                    if p.kind == "out" and isinstance(s.args.get(p.name), ir.View):
+                        written.add(s.args[p.name].storage)
+            elif t is ir.For:
+                walk(s.body)
+            elif t is ir.If:
+                walk(s.then)
+                walk(s.orelse)
+    walk(kernel.body)
+    return written
 
 
 def _slot_types(kernel: ir.Kernel) -> dict:
