@@ -10,7 +10,7 @@ computed once per process and kept, and stored on disk so that a fresh worker pr
   write its inputs, in place).
 - **Memory.** A per-process LRU of ``PointData`` bounded by ``KDT_GRADE_CACHE_MEMORY_MB`` (default 512 MiB;
   0 keeps nothing). It holds tensors only: for every cached point, three trials' io tensors and references
-  (the whole contest is about 470 MiB; the largest point, task 2/3 point 1, about 120 MiB). The least
+  (the whole contest is about 450 MiB; the largest point, task 2/3 point 1, about 120 MiB). The least
   recently used points are dropped first; a point larger than the bound is served but not kept.
 - **Disk.** One ``.npz`` file per point (numpy, no pickle) in ``KDT_GRADE_CACHE_DIR`` (default the user's
   cache directory, ``platformdirs.user_cache_dir("kdt-grade")/testpoints``; ``off`` disables it), created
