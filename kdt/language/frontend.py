@@ -3,7 +3,10 @@
 One ``visit_<Node>`` method per supported construct (statements and expressions); anything else
 reaches ``generic_visit`` and is named in an ``UnsupportedFeatureError``. Every error carries the line
 and column in the submitted file. Scalars are folded when constant, and integer slice sizes are
-normalised (``kdt.ir.affine``) so that shapes are static whenever they can be.
+normalised (``kdt.ir.affine``) so that shapes are static whenever they can be. A name bound to a scalar
+stands for its expression (nothing is emitted for the assignment), so it is evaluated where it is used.
+Operands are checked against the instruction table (``kdt.ir.ops``: memory spaces, tile or scalar);
+errors the handout raises only when a statement runs become ``ir.Raise`` statements.
 """
 import ast
 import os

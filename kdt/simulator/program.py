@@ -12,7 +12,7 @@ import time
 
 from ..ir import nodes as ir
 from ..ir.affine import expr_type
-from ..ir.ops import MATRIX, MEMORY, OPS, UNIT_OF_CLASS, VECTOR, space_problem
+from ..ir.ops import MATRIX, MEMORY, OPS, RAISE_KINDS, UNIT_OF_CLASS, VECTOR, space_problem
 from . import errors as launch_errors
 from .errors import LaunchError, MemorySpaceError, ShapeError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
@@ -162,6 +162,8 @@ class ProgramBuilder:
 
     def raise_stmt(self, s: ir.Raise):
         """An error the handout raises when this statement executes (and only then)."""
+        if s.error not in RAISE_KINDS:
+            raise LaunchValueError(f"Line {s.line}: unknown error kind {s.error!r} in a raise statement")
         cls, message = getattr(launch_errors, s.error), f"Line {s.line}: {s.message}"
 
         def run_raise(env):

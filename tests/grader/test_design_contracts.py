@@ -394,7 +394,7 @@ def test_check_reports_load_compile_and_launch_failures(tmp_path):
         "@kdt.kernel(num_jobs_calculator=_one)\n"
         "def k(task_args, io_tensors):\n"
         "    x = kdt.alloc_spm((65536,))\n"  # 256 KiB > task 1's 128 KiB
-        "    kdt.add(io_tensors['a'], io_tensors['b'], io_tensors['c'])\n\n\n"
+        "    kdt.add(x, x, x)\n\n\n"
         "def get_kernel(t):\n    return k\n"))
     report = check_file(contract, overflow, 1)
     assert report.rules == {"launch"} and "SPM" in report.violations[0].message
@@ -409,7 +409,8 @@ def test_check_wrong_kernel_output_is_reported_but_not_a_contract_rule(tmp_path)
         "def k(task_args, io_tensors):\n"
         "    a = kdt.alloc_spm((1024,))\n"
         "    b = kdt.alloc_spm((1024,))\n"
-        "    for i in range(task_args['N'] // 1024):\n"
+        "    n = task_args['N'] // 1024\n"
+        "    for i in range(n):\n"
         "        kdt.load(io_tensors['a'][i * 1024:(i + 1) * 1024], a)\n"
         "        kdt.load(io_tensors['b'][i * 1024:(i + 1) * 1024], b)\n"
         "        kdt.sub(a, b, a)\n"

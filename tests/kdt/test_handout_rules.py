@@ -537,3 +537,33 @@ def test_exp_and_log_bases_are_checked_per_job_when_they_execute(op, y0, dy, bad
     job0_ran = (op == 0 and y0 > 0) or (op == 1 and y0 > 0 and y0 != 1)
     assert torch.equal(io['y'][0], torch.full((4,), float(y0) ** 2 if op == 0 else np.log(2) / np.log(y0))
                        if job0_ran else torch.zeros(4))
+
+
+def test_a_kernel_defined_inside_a_function_is_the_handouts_compile_indentation_error():
+    def make():
+        @kdt.kernel(num_jobs_calculator=one_job)
+        def inner(task_args, io_tensors):
+            t = kdt.alloc_spm((4,))
+        return inner
+
+    exc = compile_error(make(), {})
+    assert isinstance(exc, IndentationError) and isinstance(exc, E.CompilationError)
+    assert str(exc).endswith("kernel 'inner' is indented (defined inside a function, class or block): define it "
+                             "at the top level of the file")
+
+
+def test_raise_statements_cross_the_json_boundary_and_are_checked_by_the_loader():
+    compiled = run_time_only_errors.compile({'bad': 1}, {'x': torch.ones(4), 'y': torch.zeros(4)})
+    raises = [s for b in compiled.ir.body if type(b) is irn.If for s in b.then if type(s) is irn.Raise]
+    assert [r.error for r in raises] == ["InternalError", "ValueError", "TypeError"]
+    assert kdt.CompiledKernel.from_json(compiled.to_json()) == compiled
+    assert "raise InternalError('reduce op must be one of sum, max, min, got ''mean''')" in compiled.ir_text() \
+        or "raise InternalError(\"reduce op must be one of sum, max, min, got 'mean'\")" in compiled.ir_text()
+    doc = json.loads(compiled.to_json())
+    stmt = next(s for b in doc["body"] if b["t"] == "if" for s in b["then"] if s["t"] == "raise")
+    for key, value, problem in [("error", "SystemExit", "is not one of"), ("msg", "x" * 5000, "longer than 4096"),
+                                ("line", True, "expected an integer")]:
+        saved, stmt[key] = stmt[key], value
+        with pytest.raises(kdt.IRFormatError, match=problem):
+            kdt.CompiledKernel.from_json(json.dumps(doc))
+        stmt[key] = saved

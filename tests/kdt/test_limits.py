@@ -103,3 +103,18 @@ def test_an_unset_scalar_operand_in_hostile_ir_is_a_type_error():
     c = kdt.CompiledKernel.from_json(json.dumps(ir))
     with pytest.raises(L.TypeError, match="y must be a number, got NoneType"):
         kdt.launch_kernel(c, {}, SPEC)
+
+
+def test_scalar_names_that_double_at_each_step_are_refused_quickly(tmp_path):
+    """A lazy scalar name stands for its expression: 'v1 = v0 + v0; v2 = v1 + v1; ...' would expand to
+    2**39 nodes in the IR. The expanded size is counted over the shared graph and refused at compile time
+    (integer chains stay small: they are kept in affine form)."""
+    body = "    v0 = kdt.get_job_id() * 0.5\n" + "".join(f"    v{i} = v{i - 1} + v{i - 1}\n" for i in range(1, 40))
+    mod = load(tmp_path, body + "    kdt.print(v39)\n")
+    with pytest.raises(E.CompilationError, match="more than 2000000 IR nodes once every scalar name is replaced"):
+        mod.k.compile({}, {})
+    ints = "    v0 = kdt.get_job_id() + 1\n" + "".join(f"    v{i} = v{i - 1} + v{i - 1}\n" for i in range(1, 40))
+    mod = load(tmp_path, ints + "    kdt.print(v39)\n")
+    out = __import__("io").StringIO()
+    assert kdt.launch_kernel(mod.k.compile({}, {}), {}, SPEC, print_file=out) == 0
+    assert out.getvalue() == f"[Job 0] : {2 ** 39}\n"
