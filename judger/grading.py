@@ -19,18 +19,17 @@ message; scores come only from ``judger.scoring``.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import linecache
 import os
-import random
 import sys
 import time
 import traceback
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import numpy
 import torch
 
 import kdt
@@ -39,7 +38,9 @@ from kdt.language.errors import InternalError as FrontEndInternalError
 from kdt.simulator.errors import LaunchError
 
 from . import scoring
+from . import testdata
 from .tasks import COS_DIFF_TOL, POINTS_PER_TASK, TASKS, TIMEOUT_S, TRIALS, Task, TestPoint, get_task
+from .testdata import limit_threads, seed_rngs
 from .verdicts import PointResult, Verdict
 
 _KDT_DIR = os.path.dirname(os.path.abspath(kdt.__file__))
@@ -60,41 +61,46 @@ class CompileFailed(Exception):
         self.verdict = Verdict(verdict)
 
 
-# ---- threads -------------------------------------------------------------------------------------
-
-_THREADS_LIMITED = False
-
-
-def limit_threads() -> None:
-    """Run torch's CPU kernels (the references, the comparison) on one thread, process-wide.
-
-    One thread makes the reference bit-for-bit the same on every machine (a parallel reduction's order
-    depends on the thread count) and avoids threads spinning against other workers on a busy machine.
-    The simulator limits numpy's BLAS itself during a launch. ``judge_compiled`` calls this once.
-    """
-    global _THREADS_LIMITED
-    torch.set_num_threads(1)
-    _THREADS_LIMITED = True
-
-
 # ---- the RNG and the inputs ------------------------------------------------------------------------
-
-def seed_rngs() -> None:
-    """The start of every test point: ``random.seed(0); numpy.random.seed(0); torch.manual_seed(0)``."""
-    random.seed(0)
-    numpy.random.seed(0)
-    torch.manual_seed(0)
-
 
 def trial_inputs(task: Task, point: TestPoint, trials: int = TRIALS) -> Iterator[dict]:
     """Seed the RNGs, then yield each trial's ``io_tensors`` in turn, drawn from the global torch RNG.
 
-    Lazy on purpose: trial ``k+1``'s inputs are drawn only when asked for, after trial ``k`` was launched
-    and compared, which is the contest's order.
+    Lazy on purpose: trial ``k+1``'s inputs are drawn only when asked for, which is the contest's order.
+    This is the data from scratch; ``judge_compiled`` takes the same tensors, bit for bit, from
+    ``judger.testdata`` (``point_trials``).
     """
     seed_rngs()
     for _ in range(trials):
         yield task.make_inputs(point)
+
+
+def point_trials(task: Task, point: TestPoint) -> Iterator[tuple]:
+    """Each trial's ``(io_tensors, reference)`` for one test point, from ``judger.testdata`` (computed once
+    per process, or read from the disk cache): fresh copies of the io tensors (the reference is the cached
+    master: read it, never write it). Seeds the RNGs, and before yielding trial ``k`` sets the torch RNG
+    to the state drawing trial ``k`` leaves, so the RNGs are exactly as drawing the inputs would leave them.
+    """
+    data = testdata.point_data(task, point)
+    seed_rngs()
+    for trial in data.trials:
+        torch.set_rng_state(trial.rng_state)
+        yield trial.fresh_io(), trial.reference
+
+
+TIMED_TRIAL = 1  # the trial simulated with the timing model (and profiled); the others run functionally
+
+
+def launch_trial(compiled: kdt.CompiledKernel, io: dict, spec: kdt.TPUSpec, trial: int, *,
+                 timeout: float = TIMEOUT_S, profile: kdt.Profile | None = None, print_file=None) -> int | None:
+    """Launch trial ``trial`` (from 1): with the timing model in ``TIMED_TRIAL`` (returns its cycles,
+    records ``profile``), functionally in the others (returns None). Cycles never depend on the data
+    (control flow and views depend only on scalars, tested on every conformance case and example), so the
+    timed trial's cycles are every trial's; outputs, prints, errors and the time limit are the same in
+    both models. Raises what ``kdt.launch_kernel`` raises."""
+    timed = trial == TIMED_TRIAL
+    return kdt.launch_kernel(compiled, io, spec, timeout=timeout, profile=profile if timed else None,
+                             print_file=print_file, timing=timed)
 
 
 # ---- step 1: compile (untrusted) -------------------------------------------------------------------
@@ -103,7 +109,8 @@ def compile_point(kernel_obj, task: Task, point: TestPoint, *, source_path: str 
                   ) -> kdt.CompiledKernel:
     """Compile ``kernel_obj`` (what ``get_kernel(task.id)`` returned) for this test point.
 
-    Seeds the RNGs, generates trial 1's ``io_tensors`` and calls ``kernel_obj.compile(task_args,
+    Seeds the RNGs, generates trial 1's ``io_tensors`` (``judger.testdata.first_trial_io``: copies from this
+    process's memory cache, else drawn) and calls ``kernel_obj.compile(task_args,
     io_tensors)``. ``source_path`` is the submission file, used to quote the offending line (found from
     the kernel object when omitted). Raises ``CompileFailed`` when ``kernel_obj`` is None, has no
     ``compile``, raises, or does not return a ``kdt.CompiledKernel``.
@@ -116,8 +123,7 @@ def compile_point(kernel_obj, task: Task, point: TestPoint, *, source_path: str 
                             ".compile(task_args, io_tensors) method; return a @kdt.kernel function (or an "
                             "object whose .compile returns a compiled kernel)")
     source = str(source_path) if source_path is not None else _source_of(kernel_obj)
-    seed_rngs()
-    io = task.make_inputs(point)
+    io = testdata.first_trial_io(task, point)
     try:
         compiled = compile_fn(point.args(), io)
     except FrontEndInternalError as exc:
@@ -137,21 +143,21 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
                    profile: kdt.Profile | None = None, print_file=None, compile_s: float = 0.0) -> PointResult:
     """Run the test point's three trials on ``compiled`` and return its ``PointResult``.
 
-    Seeds the RNGs and regenerates each trial's inputs itself; the reference is computed before each
-    launch. ``timeout`` is the wall-clock limit of one launch (20 s in the contest). ``profile`` (a
-    ``kdt.Profile``) records trial 1's launch: timing never depends on the data, so its cycles are the
-    scored trial's, and a kernel that fails at launch fails at trial 1, leaving a partial trace.
+    Seeds the RNGs and takes each trial's inputs and reference from ``point_trials`` (computed once per
+    process and cached on disk, ``judger.testdata``; fresh copies per launch). Trial 1 runs the timing
+    model, trials 2 and 3 the functional model only (``launch_trial``): timing never depends on the data,
+    so trial 1's cycles are the scored (last) trial's. ``timeout`` is the wall-clock limit of one launch
+    (20 s in the contest). ``profile`` (a ``kdt.Profile``) records trial 1's launch; a kernel that fails
+    at launch fails at trial 1, leaving a partial trace.
     ``print_file`` receives the kernel's ``kdt.print`` output (discarded by default). ``compile_s`` is
-    added to the timings (the time step 1 took). The first call limits torch to one thread
-    (``limit_threads``).
+    added to the timings (the time step 1 took). It limits torch to one thread (``limit_threads``).
 
     Verdicts: ``TLE`` (a launch passed ``timeout``), ``RE`` (a launch error), ``WA`` (a trial's output
     differs from the reference; the first failing trial ends the point), ``AC`` (scored with the last
     trial's cycles), ``IE`` (an unexpected exception: a bug of the judge). A ``MemoryError`` propagates:
     the grading service turns it into ``MLE`` (the local judger does the same).
     """
-    if not _THREADS_LIMITED:
-        limit_threads()
+    limit_threads()
     start = time.perf_counter()
     timing = {"compile_s": compile_s, "simulate_s": 0.0}
 
@@ -170,14 +176,10 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
         abs_tol, rel_tol = task.tolerances
         sink = print_file if print_file is not None else _NullWriter()
         cycles = None
-        inputs = trial_inputs(task, point)
-        for trial in range(1, TRIALS + 1):
-            io = next(inputs)
-            ref = task.expected(io)
+        for trial, (io, ref) in enumerate(point_trials(task, point), 1):
             t0 = time.perf_counter()
             try:
-                cycles = kdt.launch_kernel(compiled, io, spec, timeout=timeout,
-                                           profile=profile if trial == 1 else None, print_file=sink)
+                c = launch_trial(compiled, io, spec, trial, timeout=timeout, profile=profile, print_file=sink)
             except TimeoutError as exc:
                 return result(Verdict.TLE, message=f"{exc} ({timeout:g} s per launch, trial {trial} of "
                                                    f"{TRIALS})\nSimulation timeout")
@@ -186,6 +188,8 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
                                                   f"{TRIALS})")
             finally:
                 timing["simulate_s"] += time.perf_counter() - t0
+            if c is not None:
+                cycles = c
             lines = [] if trial == 1 else [f"trial {trial} of {TRIALS}:"]
             if not kdt.utils.check_is_allclose(task.output, io[task.output], ref, abs_tol, rel_tol,
                                                COS_DIFF_TOL, out=lines.append):
@@ -210,7 +214,10 @@ def grade_point(kernel_obj, task: Task, point: TestPoint, *, timeout: float = TI
                 profile: kdt.Profile | None = None, print_file=None,
                 source_path: str | os.PathLike | None = None, on_compiled=None) -> PointResult:
     """``compile_point`` then ``judge_compiled`` in this process. ``on_compiled(compiled)`` is called
-    between the two (the local judger's ``--print-ir``)."""
+    between the two (the local judger's ``--print-ir``). This process is trusted, so the point's data is
+    fetched first (``judger.testdata.point_data``): compiling then copies trial 1 instead of drawing it."""
+    with contextlib.suppress(Exception):  # a failure (even MemoryError) recurs in judge_compiled, which reports it
+        testdata.point_data(task, point)
     t0 = time.perf_counter()
     try:
         compiled = compile_point(kernel_obj, task, point, source_path=source_path)

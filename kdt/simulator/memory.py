@@ -24,12 +24,16 @@ FULL, RANGE, STRIDED, EMPTY = 0, 1, 2, 3
 
 
 class Stamps:
-    """One kind of per-element stamp (``w`` or ``r``) of a storage: uniform int ``u`` or array ``a``."""
+    """One kind of per-element stamp (``w`` or ``r``) of a storage: uniform int ``u`` or array ``a``.
 
-    __slots__ = ("u", "a", "n")
+    In per-element mode ``ranges`` remembers, for contiguous ranges ``(lo, hi)`` of elements, the largest
+    stamp in them (set when a range is stamped or its maximum computed, dropped when a write overlaps it),
+    so the ring buffers of a pipelined kernel cost a dict look-up instead of a reduction."""
+
+    __slots__ = ("u", "a", "n", "ranges")
 
     def __init__(self, n: int):
-        self.u, self.a, self.n = 0, None, n
+        self.u, self.a, self.n, self.ranges = 0, None, n, {}
 
     def materialise(self) -> None:
         """Switch to per-element mode, every element holding the uniform stamp."""
@@ -38,6 +42,7 @@ class Stamps:
         else:
             self.a.fill(self.u)
         self.u = None
+        self.ranges = {}
 
 
 class StorageRT:
@@ -139,13 +144,26 @@ class RV:
             np.copyto(self.wdata, np.asarray(result)[self.widx], casting="unsafe")
 
 
+_MAX_RANGES = 64  # remembered ranges per stamp array; beyond that the memory starts afresh
+
+
 def stamp_max(rv: RV, stamps: Stamps) -> int:
     """Largest stamp over the view's elements (0 for an empty view); ``stamps`` is ``rv.st.w`` or ``.r``."""
     u = stamps.u
     if u is not None:
         return u if rv.numel else 0
-    if rv.tk == EMPTY:
+    tk = rv.tk
+    if tk == EMPTY:
         return 0
+    if tk == RANGE:
+        key = (rv.lo, rv.hi)
+        t = stamps.ranges.get(key)
+        if t is None:
+            t = int(rv.stamp_view(stamps).max())
+            if len(stamps.ranges) >= _MAX_RANGES:
+                stamps.ranges.clear()
+            stamps.ranges[key] = t
+        return t
     return int(rv.stamp_view(stamps).max())
 
 
@@ -158,6 +176,17 @@ def stamp_set(rv: RV, stamps: Stamps, t: int) -> None:
         if stamps.u is not None:
             stamps.materialise()
         rv.stamp_view(stamps)[...] = t
+        ranges = stamps.ranges
+        if tk == RANGE:
+            lo, hi = rv.lo, rv.hi
+            if ranges:
+                for key in [k for k in ranges if k[0] < hi and lo < k[1]]:
+                    del ranges[key]
+                if len(ranges) >= _MAX_RANGES:
+                    ranges.clear()
+            ranges[(lo, hi)] = t
+        elif ranges:
+            ranges.clear()  # a strided write: forget everything (rare)
 
 
 def check_bounds(st: StorageRT, off, sizes, strides, where: str):

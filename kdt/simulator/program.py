@@ -122,13 +122,16 @@ class ViewResolver:
 class ProgramBuilder:
     """Builds the closures of one kernel for one launch (bound to that launch's storages)."""
 
-    def __init__(self, kernel: ir.Kernel, storages: list, spec, state: JobState, out_stream):
+    def __init__(self, kernel: ir.Kernel, storages: list, spec, state: JobState, out_stream, *,
+                 timing: bool = True):
         self.kernel = kernel
+        self.timing = timing
         self.storages = storages
         self.spec = spec
         self.state = state
         self.out_stream = out_stream
         self.slot_types = _slot_types(kernel)
+        self.unwritten = frozenset(st.id for st in kernel.storages) - _written_storages(kernel)
 
     def build(self):
         return self.block(self.kernel.body)
@@ -228,6 +231,8 @@ class ProgramBuilder:
         if s.op == "print" and "x" in scalars:
             return self.scalar_print(compute, s.line)
         check = _chain(self.shape_check(s, tiles), self.dtype_check(s, spec, tiles, scalars, where))
+        if not self.timing:
+            return self.untimed(s, in_res, out_res, compute, check, where)
         latency = self.latency_fn(s, tiles)
         return self.timed(s, spec, in_res, out_res, compute, check, latency, where)
 
@@ -308,7 +313,7 @@ class ProgramBuilder:
 
     def timed(self, s, spec, in_res, out_res, compute, check, latency, where):
         """The closure of a tile instruction: resolve, check, compute, then the §4 timing update."""
-        state, op, line = self.state, s.op, s.line
+        state, op, line, unwritten = self.state, s.op, s.line, self.unwritten
         unit = _UNIT_INDEX.get(spec.klass, 0)
         holds_issue = spec.klass != "free"
         unit_name = UNIT_OF_CLASS[spec.klass]
@@ -360,7 +365,7 @@ class ProgramBuilder:
             for rv in ins:
                 if rv.tk == FULL:
                     rv.r.u = finish
-                else:
+                elif rv.st.id not in unwritten:  # read stamps only matter to a later writer
                     stamp_set(rv, rv.r, finish)
             if out is not None:
                 if out.tk == FULL:
@@ -377,6 +382,39 @@ class ProgramBuilder:
             if rec is not None:
                 base = state.base
                 rec.append((op, issue - base, finish - base, unit_name, line))
+        return run_inst
+
+
+    def untimed(self, s, in_res, out_res, compute, check, where):
+        """The functional-only closure of a tile instruction (``launch_kernel(..., timing=False)``): the
+        same resolution, checks, computation and errors as ``timed``, without the §4 timing update."""
+        only_job0 = s.op == "print" and s.args["print_only_if_job0"]
+        fixed_ins = _prefetch(in_res)
+        fixed_out = (_prefetch([out_res]) or [None])[0] if out_res is not None else None
+        if fixed_ins is not None and (out_res is None or fixed_out is not None) and check is None \
+                and not only_job0:
+            def run_fixed(env):
+                try:
+                    compute(fixed_ins, fixed_out, env)
+                except LaunchError:
+                    raise
+                except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                    raise scalar_error(where, exc) from None
+            return run_fixed
+
+        def run_inst(env):
+            if only_job0 and env[0] != 0:
+                return
+            try:
+                ins = fixed_ins if fixed_ins is not None else [r(env) for r in in_res]
+                out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
+                if check is not None:
+                    check(ins, out, env)
+                compute(ins, out, env)
+            except LaunchError:
+                raise
+            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+                raise scalar_error(where, exc) from None
         return run_inst
 
 
@@ -409,6 +447,28 @@ def _static_sizes(view: ir.View):
     if all(type(x) is ir.Const for x in view.sizes):
         return tuple(x.value for x in view.sizes)
     return None
+
+
+def _written_storages(kernel: ir.Kernel) -> set:
+    """Ids of the storages some instruction writes (an ``out`` operand). The read stamps of the others
+    are never consulted (only a writer waits for readers, spec §4), so the simulator skips them: a
+    kernel streaming from a large io tensor then never materialises its per-element read stamps."""
+    written = set()
+
+    def walk(stmts):
+        for s in stmts:
+            t = type(s)
+            if t is ir.Inst:
+                for p in OPS[s.op].params:
+                    if p.kind == "out" and isinstance(s.args.get(p.name), ir.View):
+                        written.add(s.args[p.name].storage)
+            elif t is ir.For:
+                walk(s.body)
+            elif t is ir.If:
+                walk(s.then)
+                walk(s.orelse)
+    walk(kernel.body)
+    return written
 
 
 def _slot_types(kernel: ir.Kernel) -> dict:

@@ -46,8 +46,8 @@ def _power_base(yf):  # exp: out = y ** x, y > 0 (spec §3)
         y = _number(yf(env), "y")
         if not y > 0:
             raise ValueError(f"kdt.exp needs a base y > 0, got {y}")
-        x = ins[0].data.astype(np.float32)
-        o.write(np.power(_full(x, y), x))
+        x = np.asarray(ins[0].data, dtype=np.float32)
+        _write_ufunc(np.power, _full(x, y), x, o)
     return compute
 
 
@@ -62,9 +62,18 @@ def _log(yf):  # out = log base y of x, y > 0 and y != 1 (the handout's natural-
 
 def _pow(yf):  # out = x ** y
     def compute(ins, o, env):
-        x = ins[0].data.astype(np.float32)
-        o.write(np.power(x, _full(x, _number(yf(env), "y"))))
+        x = np.asarray(ins[0].data, dtype=np.float32)
+        _write_ufunc(np.power, x, _full(x, _number(yf(env), "y")), o)
     return compute
+
+
+def _write_ufunc(uf, a, b, o):
+    """``o.write(uf(a, b))``, computed straight into the output when it has no broadcast dimension (an
+    elementwise ufunc gives the same values; numpy buffers overlapping operands)."""
+    if o.widx is None and o.data.dtype == np.float32:
+        uf(a, b, out=o.data)
+    else:
+        o.write(uf(a, b))
 
 
 def _fma(ins, o, env):
@@ -93,6 +102,9 @@ def _matmul(accf):
         acc = _number(accf(env), "accumulate")  # its truth value, as in the handout (0.5 accumulates)
         prod = np.matmul(ins[0].data, ins[1].data)
         if acc:
+            if o.widx is None:  # the same float32 sums, added in place (the product is already complete)
+                np.add(prod, o.data, out=o.data)
+                return
             prod = prod + o.data
         o.write(prod)
     return compute
