@@ -93,8 +93,9 @@ def test_unknown_paths_methods_and_parameters_answer_json(small_server):
         missing = client.get("/nothing")
         assert missing.status_code == 404 and missing.json()["error"] == "not_found"
         wrong = client.delete("/leaderboard")
-        assert wrong.status_code == 405 and wrong.json() == {"error": "method_not_allowed",
-                                                             "message": "Method Not Allowed"}
+        assert wrong.status_code == 405 and wrong.headers["Allow"] == "GET" and wrong.json() == {
+            "error": "method_not_allowed", "message": "DELETE is not allowed here; allowed: GET"}
+        assert client.put("/submissions").headers["Allow"] == "GET, POST"  # both routes of the path
         invalid = client.get("/submissions/abc")
         assert invalid.status_code == 422 and invalid.json()["error"] == "invalid_request"
         assert "path.submission_id" in invalid.json()["message"]
