@@ -16,7 +16,7 @@ set`` or the admin API; read by the server for each submission:
 row, so two concurrent submissions of one user cannot both pass a limit. Organisers (admin accounts)
 are not held to the window or the limits.
 
-Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``unfreeze``, ``admit``,
+Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``unfreeze``, ``admit``, ``check``,
 ``allowance``, ``public_leaderboard``.
 """
 from __future__ import annotations
@@ -172,6 +172,13 @@ def admit(session: Session, user_id: int, now: datetime | None = None) -> None:
         refusal = max(limits, key=lambda r: r.retry_after) if limits else None
     if refusal is not None:
         raise refusal
+
+
+def check(service: Service, user_id: int) -> None:
+    """``admit`` in a transaction of its own: the server's early check, so that a refused upload stores
+    nothing at all (``Service.accept`` checks again, authoritatively, under the user's lock)."""
+    with service.session() as session:
+        admit(session, user_id)
 
 
 def allowance(service: Service, user_id: int, now: datetime | None = None) -> dict[str, Any]:

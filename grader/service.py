@@ -105,9 +105,10 @@ class Service:
                admit: Callable[[object, int], None] | None = None) -> int:
         """Check, store and record a submission; return its id. Nothing is graded or enqueued yet.
 
-        ``admit(session, user_id)``, if given, runs in the intake's transaction before anything is stored
+        ``admit(session, user_id)``, if given, runs in the intake's transaction before the row is created
         (the contest server passes ``grader.contest.admit``: window and limits); what it raises propagates
-        and nothing is stored.
+        and no row is created (the content-addressed file may stay: the server checks the rules once
+        before calling this, so only a race between two requests of one user leaves one).
 
         Raises ``pipeline.Rejected`` (nothing stored: no file, no row) for a file that fails the intake
         checks, a bad file name or a bad user name."""
@@ -117,11 +118,11 @@ class Service:
             raise Rejected(f"the file name must have 1..255 characters, got {name!r}")
         if not user or len(user) > 100:
             raise Rejected(f"the user name must have 1..100 characters, got {user!r}")
+        sha, _path = storage.store(self.settings.data_dir, data)
         with self.session() as session:
             user_id = db.get_or_create_user(session, user)["id"]
             if admit is not None:
                 admit(session, user_id)
-            sha, _path = storage.store(self.settings.data_dir, data)
             row = db.create_submission(session, user_id, name, sha, text)
         return int(row["id"])
 

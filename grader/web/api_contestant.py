@@ -38,6 +38,8 @@ async def submit(request: Request, account: Account = Depends(current_account)) 
     service = request.app.state.service
     name, data = await read_upload(request, service.settings.submission_max_bytes)
     admit = None if account.is_admin else contest.admit  # organisers are not held to the window and limits
+    if admit is not None:
+        await run_in_threadpool(contest.check, service, account.id)  # a refusal stores nothing at all
     submission_id = await run_in_threadpool(service.accept, data, name, account.name, admit)
     await run_in_threadpool(request.app.state.dispatcher.dispatch, submission_id)
     url = str(request.url_for("submission_status", submission_id=submission_id))
