@@ -5,10 +5,11 @@ modules.
 """
 from db.base import Base
 from db.compiled import CompiledPoint
+from db.contest import ContestSettings
 from db.results import TestPointResult
 from db.submissions import Submission
 from db.users import User
 
 metadata = Base.metadata
 
-__all__ = ["Base", "CompiledPoint", "Submission", "TestPointResult", "User", "metadata"]
+__all__ = ["Base", "CompiledPoint", "ContestSettings", "Submission", "TestPointResult", "User", "metadata"]

@@ -101,8 +101,14 @@ class Service:
 
     # ---- intake --------------------------------------------------------------------------------------
 
-    def accept(self, data: bytes, file_name: str, user: str) -> int:
+    def accept(self, data: bytes, file_name: str, user: str,
+               admit: Callable[[object, int], None] | None = None) -> int:
         """Check, store and record a submission; return its id. Nothing is graded or enqueued yet.
+
+        ``admit(session, user_id)``, if given, runs in the intake's transaction before the row is created
+        (the contest server passes ``grader.contest.admit``: window and limits); what it raises propagates
+        and no row is created (the content-addressed file may stay: the server checks the rules once
+        before calling this, so only a race between two requests of one user leaves one).
 
         Raises ``pipeline.Rejected`` (nothing stored: no file, no row) for a file that fails the intake
         checks, a bad file name or a bad user name."""
@@ -115,6 +121,8 @@ class Service:
         sha, _path = storage.store(self.settings.data_dir, data)
         with self.session() as session:
             user_id = db.get_or_create_user(session, user)["id"]
+            if admit is not None:
+                admit(session, user_id)
             row = db.create_submission(session, user_id, name, sha, text)
         return int(row["id"])
 
@@ -285,10 +293,11 @@ class Service:
     # ---- admin operations ----------------------------------------------------------------------------
 
     def rejudge(self, ids: Iterable[int] = (), user: str | None = None, everything: bool = False,
-                on_result=None) -> list[int]:
+                on_result=None, enqueue: Callable[[int], None] | None = None) -> list[int]:
         """Reset the chosen submissions (results, compiled points and scores) and enqueue them again;
         returns their ids. ``ids``, ``user`` and ``everything`` combine (union). ``LookupError`` for an
-        unknown id (nothing is reset then)."""
+        unknown id (nothing is reset then). ``enqueue(id)`` replaces ``self.enqueue`` (the server grades
+        in the background)."""
         with self.session() as session:
             chosen = set(ids)
             if user is not None:
@@ -298,7 +307,10 @@ class Service:
             for submission_id in sorted(chosen):
                 db.reset_submission(session, submission_id)
         for submission_id in sorted(chosen):  # after the commit
-            self.enqueue(submission_id, on_result=on_result)
+            if enqueue is not None:
+                enqueue(submission_id)
+            else:
+                self.enqueue(submission_id, on_result=on_result)
         return sorted(chosen)
 
     def sweep(self, older_than: float | None = None) -> list[dict]:

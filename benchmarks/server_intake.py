@@ -1,0 +1,183 @@
+"""Intake latency of the contest server (issue 10) while its pool grades: N concurrent clients submit once.
+
+Starts a real `kdt-grade serve` (embedded mode: the server's own process pool grades; or `--broker-url`
+with one `kdt-grade worker`), makes N+1 accounts, submits `--background` copies of the file first so the
+pool is busy grading, then N client threads (one httpx client and token each, released together by a
+barrier) POST one copy each (a random comment makes every copy's sha256 differ). Prints the POST latency
+p50/p99/max, whether grading was running during the intake, and then waits until all N are graded and
+checks that every one has exactly the per-point outcomes and total of `kdt-grade local --json`.
+
+Run: `.venv/bin/python benchmarks/server_intake.py [-n 50] [--file F] [--workers 2] [--background 2]`
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grader import accounts  # noqa: E402
+from grader.config import load_settings  # noqa: E402
+from grader.service import Service  # noqa: E402
+
+KDT_GRADE = [sys.executable, "-m", "grader.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(args_list: list, env: dict, log: Path, ready) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(KDT_GRADE + args_list, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=ROOT)
+    deadline = time.monotonic() + 180
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"{args_list[0]} did not start:\n{log.read_text()}")
+        time.sleep(0.2)
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url + "/api/v1/contest", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def copy_of(data: bytes) -> bytes:
+    return data + f"\n# copy {secrets.token_hex(8)}\n".encode()
+
+
+def client_for(url: str, token: str) -> httpx.Client:
+    return httpx.Client(base_url=url + "/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+def post(client: httpx.Client, name: str, data: bytes) -> tuple[float, int, dict]:
+    """One timed upload (the TCP connection is opened inside the timing, as a fresh client's would be)."""
+    t0 = time.perf_counter()
+    response = client.post("/submissions", files={"file": (name, data, "text/x-python")})
+    return time.perf_counter() - t0, response.status_code, response.json()
+
+
+def outcomes(points: list[dict]) -> list:
+    return [(p["task"], p["point"], p["verdict"], p["cycles"], p["score"], p["message"]) for p in points]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=50, help="concurrent clients, one submission each (default 50)")
+    parser.add_argument("--file", type=Path, default=ROOT / "submissions" / "examples" / "optimized.py")
+    parser.add_argument("--workers", type=int, default=2, help="grading processes (default 2)")
+    parser.add_argument("--background", type=int, default=2, help="copies submitted first to keep the pool busy")
+    parser.add_argument("--broker-url", help="broker mode: grade on one Celery worker (Redis URL; flushed)")
+    parser.add_argument("--database-url", help="default: a new SQLite file (e.g. a PostgreSQL URL of an empty schema)")
+    args = parser.parse_args()
+
+    data = args.file.read_bytes()
+    print(f"{args.n} concurrent clients submit {args.file.name} to a real server "
+          f"({'broker ' + args.broker_url if args.broker_url else 'embedded pool'}, {args.workers} grading "
+          f"processes, {'PostgreSQL' if args.database_url else 'SQLite'}); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory(prefix="kdt-grade-intake-") as tmp:
+        tmp = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KDT_GRADE_")}
+        env.update(KDT_GRADE_DATA_DIR=str(tmp / "var"), KDT_GRADE_WORKERS=str(args.workers))
+        if args.database_url:
+            env["KDT_GRADE_DATABASE_URL"] = args.database_url
+        settings = load_settings(data_dir=tmp / "var", workers=args.workers, broker_url=args.broker_url,
+                                 database_url=args.database_url)
+        procs = []
+        with Service(settings) as service:
+            service.init_db()
+            tokens = [accounts.add_user(service, f"client{i:03d}")[1] for i in range(args.n)]
+            load_token = accounts.add_user(service, "load")[1]
+            if args.broker_url:
+                import redis
+
+                redis.Redis.from_url(args.broker_url).flushdb()
+                env["KDT_GRADE_BROKER_URL"] = args.broker_url
+                log = tmp / "worker.log"
+                procs.append(start(["worker", "-c", str(args.workers), "--without-mingle", "--without-gossip"],
+                                   env, log, lambda: b" ready." in log.read_bytes()))
+            url = f"http://127.0.0.1:{free_port()}"
+            procs.append(start(["serve", "--port", url.rsplit(":", 1)[1], "--log-level", "warning"], env,
+                               tmp / "server.log", lambda: answers(url)))
+            try:
+                with client_for(url, load_token) as load:
+                    background = [post(load, "load.py", copy_of(data))[2]["id"] for _ in range(args.background)]
+                while args.background and service.status(background[0])["status"] == "queued":
+                    time.sleep(0.1)  # grading has begun
+
+                barrier = threading.Barrier(args.n)
+                clients = [client_for(url, token) for token in tokens]  # made before the clock starts
+                bodies = [copy_of(data) for _ in range(args.n)]
+
+                def client(i: int):
+                    barrier.wait()
+                    return post(clients[i], f"client{i}.py", bodies[i])
+                t0 = time.perf_counter()
+                with concurrent.futures.ThreadPoolExecutor(args.n) as pool:
+                    results = list(pool.map(client, range(args.n)))
+                wall = time.perf_counter() - t0
+                for c in clients:
+                    c.close()
+                busy = [service.status(b)["status"] for b in background]
+                refused = [r for r in results if r[1] != 202]
+                if refused:
+                    raise SystemExit(f"{len(refused)} POSTs were refused: {refused[:3]}")
+                latencies = sorted(r[0] * 1000 for r in results)
+                cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+                print(f"POST latency over {args.n} concurrent submissions: p50 {cuts[49]:.0f} ms, p99 {cuts[98]:.0f} ms, "
+                      f"max {latencies[-1]:.0f} ms (all {args.n} accepted in {wall:.2f} s); background "
+                      f"submissions during the intake: {', '.join(busy) or 'none'}")
+
+                t1 = time.perf_counter()
+                states = [service.wait(r[2]["id"], timeout=7200, poll=1.0) for r in results]
+                print(f"all {args.n} graded {time.perf_counter() - t1:.0f} s after the intake")
+            finally:
+                for proc in reversed(procs):
+                    stop(proc)
+                if args.broker_url:
+                    redis.Redis.from_url(args.broker_url).flushdb()
+        local = json.loads(subprocess.run(KDT_GRADE + ["local", str(args.file), "--json"], env=env, cwd=ROOT,
+                                          capture_output=True, text=True, check=True).stdout)
+    same = [s["status"] == "done" and s["total"] == local["total"] and outcomes(s["points"]) == outcomes(local["points"])
+            for s in states]
+    print(f"{sum(same)}/{args.n} submissions have exactly the per-point results and total of `kdt-grade local` "
+          f"(total {local['total']:.2f})")
+    if not all(same):
+        raise SystemExit("some submissions differ from local")
+
+
+if __name__ == "__main__":
+    main()
