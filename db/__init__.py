@@ -18,7 +18,7 @@ from db.compiled import compiled_points, delete_compiled, get_compiled, store_co
 from db.leaderboard import all_submissions, leaderboard
 from db.locks import acquire_lease, release_lease
 from db.outbox import add_outbox, delete_outbox, list_outbox, note_outbox_failure, outbox_key, outbox_keys
-from db.pending import pending_points, unscored_complete
+from db.pending import pending_points, running_points, unscored_complete
 from db.rejudge import reset_submission, start_rejudge, submission_ids
 from db.results import VERDICTS, beat, claim_attempt, get_result, list_results, record_result
 from db.session import make_engine, make_session_factory, resolve_url, session_scope
@@ -39,6 +39,7 @@ __all__ = [
     "outbox_keys",
     "release_lease",
     "start_rejudge",
+    "running_points",
     "unscored_complete",
     "SubmissionStatus",
     "all_submissions",

@@ -12,7 +12,7 @@ Re-enqueueing is safe because results are written idempotently. Each new claim c
 so a point that keeps failing ends as `IE` under the worker's attempt limit instead of looping forever.
 
 Public API: `pending_points(session, older_than, points_per_task, now=None) -> list[dict]`,
-`unscored_complete(session, points_per_task) -> list[int]`.
+`unscored_complete(session, points_per_task) -> list[int]`, `running_points(session) -> list[dict]`.
 """
 from __future__ import annotations
 
@@ -105,3 +105,15 @@ def unscored_complete(session: Session, points_per_task: Mapping[int, int]) -> l
         .order_by(TestPointResult.submission_id)
     )
     return list(session.scalars(finished))
+
+
+def running_points(session: Session) -> list[dict[str, Any]]:
+    """Every unfinished result row of a current generation: dicts `{"submission_id", "task", "point",
+    "attempts", "started_at", "worker"}` (the sweeper checks whether their workers still exist)."""
+    rows = session.execute(
+        select(TestPointResult.submission_id, TestPointResult.task, TestPointResult.point,
+               TestPointResult.attempts, TestPointResult.started_at, TestPointResult.worker)
+        .join(Submission, Submission.id == TestPointResult.submission_id)
+        .where(TestPointResult.finished_at.is_(None), TestPointResult.generation == Submission.generation)
+    ).mappings()
+    return [dict(row) for row in rows]

@@ -126,13 +126,14 @@ def record_result(
     finished_at: datetime | None = None,
     wall_seconds: float | None = None,
     generation: int = 0,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Insert or update the single result row of a test point and return it as a dict.
 
     Inputs: an open session (the caller commits), the point's key, its outcome and the worker's name;
     aware UTC timings: `finished_at` defaults to now, and a timing passed as None keeps the value
     already stored (so `started_at` written by `claim_attempt` survives). `attempts` is never changed.
-    Output: the row after the write, as `TestPointResult.to_dict()` would give it.
+    Output: the row after the write, as `TestPointResult.to_dict()` would give it; None (nothing
+    written) when the stored row belongs to a newer `generation`.
     Raises `ValueError` for an unknown verdict, a score outside 0..100, a non-zero score without
     `AC`, negative cycles or an invalid point; `sqlalchemy.exc.IntegrityError` if the submission
     does not exist.
@@ -172,8 +173,11 @@ def record_result(
             "wall_seconds": func.coalesce(new.wall_seconds, _TABLE.c.wall_seconds),
             "generation": new.generation,
         },
+        # A late result of an older generation (a rejudge started meanwhile) must not overwrite a newer row.
+        where=_TABLE.c.generation <= new.generation,
     ).returning(*_TABLE.columns)
-    return dict(session.execute(statement).mappings().one())
+    row = session.execute(statement).mappings().one_or_none()
+    return None if row is None else dict(row)
 
 
 def claim_attempt(

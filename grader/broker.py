@@ -25,6 +25,7 @@ from base64 import b64decode
 
 from celery import Celery
 
+from .admin_urls import safe_url
 from .config import Settings
 from .errors import ServiceUnavailable
 
@@ -95,7 +96,7 @@ class Broker:
             self.app.send_task(name, args=args, retry=False)
         except Exception as exc:  # kombu/redis raise many types for "cannot connect"; all mean the same here
             self._reset()
-            raise BrokerUnavailable(f"the broker at {_safe(self.settings.broker_url)} is unreachable "
+            raise BrokerUnavailable(f"the broker at {safe_url(self.settings.broker_url)} is unreachable "
                                     f"({type(exc).__name__}: {exc})") from exc
 
     def ping(self) -> None:
@@ -104,7 +105,7 @@ class Broker:
             with self.app.connection_for_write() as connection:
                 connection.ensure_connection(max_retries=0, timeout=SOCKET_TIMEOUT)
         except Exception as exc:
-            raise BrokerUnavailable(f"the broker at {_safe(self.settings.broker_url)} is unreachable "
+            raise BrokerUnavailable(f"the broker at {safe_url(self.settings.broker_url)} is unreachable "
                                     f"({type(exc).__name__}: {exc})") from exc
 
     def waiting(self) -> set[tuple]:
@@ -121,7 +122,7 @@ class Broker:
             finally:
                 client.close()
         except Exception as exc:
-            raise BrokerUnavailable(f"the broker at {_safe(self.settings.broker_url)} is unreachable "
+            raise BrokerUnavailable(f"the broker at {safe_url(self.settings.broker_url)} is unreachable "
                                     f"({type(exc).__name__}: {exc})") from exc
         found = set()
         for message in raw:
@@ -155,12 +156,3 @@ def _message_key(message: bytes):
     if name == JUDGE_TASK and len(args) == 3:
         return ("judge", int(args[0]), int(args[1]), int(args[2]))
     return None
-
-
-def _safe(url: str | None) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not a URL SQLAlchemy parses: show only the scheme
-        return (url or "").split(":", 1)[0] + "://..."

@@ -7,12 +7,30 @@ Each command group lives in the module of its concept and is registered here:
 import click
 
 from grader.audit import audit_command
+from grader.errors import ServiceUnavailable
+from grader.transient import is_transient
 from grader.cli_admin import admin
 from grader.cli_service import leaderboard, local, status, submit, worker
 from grader.design.cli import design
 
 
-@click.group()
+class _Main(click.Group):
+    """Turns an unreachable database or broker into one line on stderr (exit code 1), not a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ServiceUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
+        except Exception as exc:
+            if is_transient(exc):
+                first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+                raise click.ClickException(f"the database or the broker is unreachable ({type(exc).__name__}: "
+                                           f"{first[:200]}); try again in a minute") from None
+            raise
+
+
+@click.group(cls=_Main)
 def main() -> None:
     """kdt-grade: judge KDT-DSL kernels for the KDT-TPU contest."""
 
