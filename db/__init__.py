@@ -16,7 +16,7 @@ process boundaries (Celery tasks get ids and re-fetch).
 """
 from db.compiled import compiled_points, delete_compiled, get_compiled, store_compiled
 from db.leaderboard import all_submissions, leaderboard
-from db.locks import acquire_lease, release_lease
+from db.locks import acquire_lease, live_leases, release_lease
 from db.outbox import add_outbox, delete_outbox, list_outbox, note_outbox_failure, outbox_key, outbox_keys
 from db.pending import pending_points, running_points, unscored_complete
 from db.rejudge import reset_submission, start_rejudge, submission_ids
@@ -34,6 +34,7 @@ __all__ = [
     "beat",
     "delete_outbox",
     "list_outbox",
+    "live_leases",
     "note_outbox_failure",
     "outbox_key",
     "outbox_keys",

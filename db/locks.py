@@ -6,13 +6,16 @@ holder died) or when the caller already holds it (renewal). One statement does i
 ``INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE expires_at < now OR holder = me RETURNING holder``;
 a row comes back only when the caller got the lease, and the database serialises concurrent callers.
 
-Public API: `Lease`, `acquire_lease`, `release_lease`.
+Public API: `Lease`, `acquire_lease`, `release_lease`, `live_leases`.
+
+The compile step holds `compile N` while it compiles submission N (renewed like a heartbeat), so the
+sweeper does not re-queue a compile that is under way.
 """
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import String, delete, or_
+from sqlalchemy import String, delete, or_, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
@@ -47,3 +50,10 @@ def acquire_lease(session: Session, name: str, holder: str, ttl: timedelta, now:
 def release_lease(session: Session, name: str, holder: str) -> None:
     """Give the lease up if ``holder`` has it."""
     session.execute(delete(_TABLE).where(_TABLE.c.name == name, _TABLE.c.holder == holder))
+
+
+def live_leases(session: Session, prefix: str, now: datetime | None = None) -> set[str]:
+    """The names starting with `prefix` whose lease has not expired."""
+    rows = session.scalars(select(_TABLE.c.name).where(_TABLE.c.name.startswith(prefix),
+                                                      _TABLE.c.expires_at >= (now or utcnow())))
+    return set(rows)

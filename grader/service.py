@@ -46,7 +46,7 @@ from . import pipeline, storage
 from .broker import COMPILE_TASK, JUDGE_TASK, Broker, BrokerUnavailable  # noqa: F401 (task names re-exported)
 from .config import Settings, load_settings
 from .errors import ServiceUnavailable
-from .heartbeat import Heartbeat
+from .heartbeat import CompileLease, Heartbeat
 from .pipeline import ALL_POINTS, Rejected
 from .transient import is_transient, retry_transient, unavailable
 
@@ -237,9 +237,23 @@ class Service:
         """Audit and compile ``points`` of a submission once and store the compiled points; return the
         points. With ``queue`` (the workers' compile task) the outbox rows "judge N t.p" are written in
         the same transaction and sent. A source that fails its hash check compiles to ``IE`` on every
-        point (``LookupError`` for a submission that does not exist); a compile that failed because of the judge (``pipeline.judge_fault``) is tried again
-        ``JUDGE_FAULT_RETRIES`` times before its ``IE`` is stored. Database errors are retried."""
+        point (``LookupError`` for a submission that does not exist). A compile that failed because of
+        the judge (``pipeline.judge_fault``) is tried again ``JUDGE_FAULT_RETRIES`` times before its ``IE``
+        is stored. Database errors are retried. While it compiles it holds the lease "compile N"; with
+        ``queue``, a duplicate compile task (the lease is held elsewhere, or every point is compiled
+        already) does nothing and returns []."""
         points = list(points)
+        with CompileLease(self, submission_id, worker_name()) as held:
+            if queue and (not held or self._all_compiled(submission_id, points)):
+                log.info("submission %s is compiled or being compiled elsewhere: nothing to do", submission_id)
+                return []
+            return self._compile(submission_id, points, queue)
+
+    def _all_compiled(self, submission_id: int, points: list) -> bool:
+        with self.session() as session:
+            return set(points) <= db.compiled_points(session, submission_id)
+
+    def _compile(self, submission_id: int, points: list, queue: bool) -> list:
         try:
             source = self.retry(lambda: self.source(submission_id), f"loading submission {submission_id}")
         except storage.CorruptFile as exc:

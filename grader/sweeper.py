@@ -9,8 +9,8 @@
    - ``stuck``: a claimed point whose heartbeat is older than ``older_than`` (its worker died), or
      ``worker gone``: claimed by a process of this host that no longer exists (at once);
    - ``missing``: an unscored submission older than ``older_than`` with a point nobody claimed;
-   in broker mode only when nothing for it is in flight (an outbox row, or a message waiting in the
-   queue). A submission without compiled points gets ``compile``, the others ``judge`` per point.
+   in broker mode only when nothing for it is in flight (an outbox row, a message waiting in the
+   queue, or a compile under way: its lease ``compile N`` is live). A submission without compiled points gets ``compile``, the others ``judge`` per point.
    Re-queueing twice is harmless: a judge task skips a point that is done or beating elsewhere.
 
 ``Background(service).start()`` runs it in a thread of every worker and of the server: the dispatcher
@@ -59,18 +59,21 @@ class Sweeper:
         if not manual and (self.db_ok_since is None or time.monotonic() - self.db_ok_since < older_than):
             report["notes"].append("the database was unreachable lately: heartbeats are not judged yet")
             return report
+        with service.session() as session:  # read before the points: a compile may end in between
+            compiling = db.live_leases(session, "compile ")
         pending = self._pending(older_than)
         if not pending:
             return report
         if settings.embedded:
-            report["points"] = self._grade_here(pending)
+            report["points"] = self._grade_here([p for p in pending
+                                                 if f"compile {p['submission_id']}" not in compiling])
             return report
         try:
             in_flight = self._in_flight()
         except BrokerUnavailable as exc:
             report["notes"].append(f"nothing re-queued: {exc}")
             return report
-        report["points"] = self._requeue(pending, in_flight)
+        report["points"] = self._requeue(pending, in_flight, compiling)
         return report
 
     def _pending(self, older_than: float) -> list[dict]:
@@ -93,11 +96,11 @@ class Sweeper:
             keys = db.outbox_keys(session)
         return keys | self.service.broker.waiting()
 
-    def _requeue(self, pending: list[dict], in_flight: set[tuple]) -> list[dict]:
+    def _requeue(self, pending: list[dict], in_flight: set[tuple], compiling: set[str]) -> list[dict]:
         chosen = []
         for p in pending:
             sid = p["submission_id"]
-            if ("compile", sid, None, None) in in_flight or ("judge", sid, p["task"], p["point"]) in in_flight:
+            if f"compile {sid}" in compiling or ("compile", sid, None, None) in in_flight or ("judge", sid, p["task"], p["point"]) in in_flight:
                 continue
             chosen.append(p)
         if not chosen:

@@ -96,7 +96,8 @@ class Rig:
         """Wait (no admin action) until done, then check it against `local` (see the module docstring)."""
         t0 = time.monotonic()
         state = self.observer.wait(submission_id, timeout=timeout, poll=0.5)
-        print(f"submission {submission_id} completed {time.monotonic() - t0:.1f} s after recovery")
+        print(f"submission {submission_id} completed {time.monotonic() - t0:.1f} s after recovery "
+              f"(at {time.strftime('%H:%M:%S')})")
         assert state["status"] == "done", state
         assert point_outcomes(state["points"]) == point_outcomes(local["points"])
         assert task_scores(state) == task_scores(local) and state["total"] == local["total"]
