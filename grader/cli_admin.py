@@ -119,13 +119,17 @@ def sweep(older_than: float | None) -> None:
 
 
 @admin.command()
-def doctor() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: [{name, ok, detail}].")
+def doctor(as_json: bool) -> None:
     """Check this deployment: the sandbox (a known-good kernel through the real sandbox with the configured
     limits), the database, its migrations, the broker and the outbox. Exit code 1 if anything is wrong."""
     from .config import load_settings
     from .doctor import run_checks
 
     checks = run_checks(load_settings())
+    if as_json:
+        dump_json([vars(check) for check in checks])
+        sys.exit(0 if all(check.ok for check in checks) else 1)
     table = Table(title="kdt-grade doctor", title_justify="left")
     for name in ("check", "result", "detail"):
         table.add_column(name, overflow="fold" if name == "detail" else "ellipsis")

@@ -100,7 +100,7 @@ def _limits_hint(settings: Settings) -> str:
     if not lower:
         return ""
     try:
-        self_check(settings.model_copy(update={name: defaults[name].default for name in lower}))
+        self_check(Settings(**{**settings.model_dump(), **{name: defaults[name].default for name in lower}}))
     except Exception:  # the defaults fail too: not (only) the limits
         return ""
     names = ", ".join(f"KDT_GRADE_{n.upper()}={v}" for n, v in lower.items())

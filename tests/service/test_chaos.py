@@ -92,12 +92,12 @@ class Rig:
         return int(re.search(r"submission (\d+) accepted", proc.stdout).group(1)), proc
 
     def complete_like_local(self, submission_id: int, local: dict, attempts: dict | None = None,
-                            generation: int = 0, timeout: float = 240) -> dict:
-        """Wait (no admin action) until done, then check it against `local` (see the module docstring)."""
-        t0 = time.monotonic()
+                            generation: int = 0, timeout: float = 240, since: float | None = None) -> dict:
+        """Wait (no admin action) until done, then check it against `local` (see the module docstring).
+        ``since``: the monotonic time of the recovery, for the printed figure."""
+        since = time.monotonic() if since is None else since
         state = self.observer.wait(submission_id, timeout=timeout, poll=0.5)
-        print(f"submission {submission_id} completed {time.monotonic() - t0:.1f} s after recovery "
-              f"(at {time.strftime('%H:%M:%S')})")
+        print(f"\nsubmission {submission_id} completed {time.monotonic() - since:.1f} s after the recovery")
         assert state["status"] == "done", state
         assert point_outcomes(state["points"]) == point_outcomes(local["points"])
         assert task_scores(state) == task_scores(local) and state["total"] == local["total"]
@@ -136,6 +136,7 @@ def healthy(rig):
 
 def test_broker_cut_during_compile(healthy, local_results):
     rig = healthy
+    local = local_results(VADD_ONLY)  # before any fault: computing it takes a while
     submission_id, _ = rig.submit(VADD_ONLY, "compile-cut")
     # The compile task has left the queue (a worker took it) and no compiled point is stored yet: cut.
     wait_until(lambda: rig.redis_queue_empty() and not rig.outbox(submission_id), 60, "the compile to start",
@@ -150,49 +151,57 @@ def test_broker_cut_during_compile(healthy, local_results):
     time.sleep(3)
     assert rig.rows(submission_id) == []  # nothing can be judged while the broker is away
     rig.broker_proxy.restore()
-    rig.complete_like_local(submission_id, local_results(VADD_ONLY))
+    rig.complete_like_local(submission_id, local, since=time.monotonic())
 
 
 def test_broker_restarted_during_judging_loses_its_queue(healthy, local_results):
     rig = healthy
+    local = local_results(SLOW)  # before any fault: computing it takes a while
     submission_id, _ = rig.submit(SLOW, "broker-restart")
     wait_until(lambda: rig.running(submission_id, (1, 1)), 120, "test point 1.1 to start")
     rig.redis.restart()  # an empty Redis: every queued and unacknowledged message is gone
-    rig.complete_like_local(submission_id, local_results(SLOW))
+    rig.complete_like_local(submission_id, local, since=time.monotonic())
 
 
 def test_database_cut_during_judging(healthy, local_results):
     rig = healthy
+    local = local_results(SLOW)  # before any fault: computing it takes a while
     submission_id, _ = rig.submit(SLOW, "db-cut")
     wait_until(lambda: rig.running(submission_id, (1, 1)), 120, "test point 1.1 to start")
     rig.db_proxy.cut()
     time.sleep(15)  # longer than a heartbeat may be silent (6 s): the outage must not count as a death
     rig.db_proxy.restore()
-    rig.complete_like_local(submission_id, local_results(SLOW))
+    rig.complete_like_local(submission_id, local, since=time.monotonic())
 
 
 def test_database_lost_between_the_last_point_and_the_totals(healthy, local_results):
     rig = healthy
+    local = local_results(VADD_ONLY)  # before any fault: computing it takes a while
     submission_id, _ = rig.submit(VADD_ONLY, "totals-lost")
-    state = rig.complete_like_local(submission_id, local_results(VADD_ONLY))
+    state = rig.complete_like_local(submission_id, local)
     # What a connection dropped after the last point's commit leaves: every point final, no totals.
     with rig.observer.session() as session:
         session.execute(update(Submission).where(Submission.id == submission_id).values(
             task1=None, task2=None, task3=None, task4=None, total=None, scored_generation=None))
     assert rig.observer.status(submission_id)["status"] == "running"
     assert submission_id not in [r["submission_id"] for r in rig.observer.leaderboard()]
-    again = rig.complete_like_local(submission_id, local_results(VADD_ONLY))  # the sweeper stores them
+    lost = time.monotonic()
+    again = rig.complete_like_local(submission_id, local, since=lost)  # the sweeper stores them
     assert again["tasks"] == state["tasks"] and again["total"] == state["total"]
 
 
 def test_a_whole_worker_sigkilled(healthy, local_results):
     rig = healthy
+    local = local_results(SLOW)  # before any fault: computing it takes a while
     submission_id, _ = rig.submit(SLOW, "worker-killed")
     wait_until(lambda: rig.running(submission_id, (1, 1)), 120, "test point 1.1 to start")
     rig.workers.kill(rig.workers.procs[-1])  # the whole process group: as if the machine were lost
+    killed = time.monotonic()
+    judging = {(r["task"], r["point"]) for r in rig.rows(submission_id) if r["finished_at"] is None}
+    assert (1, 1) in judging
     rig.workers.start(rig.deployment, concurrency=2)
-    # 1.1 was being judged by the dead worker: one more attempt; nothing else spent one.
-    rig.complete_like_local(submission_id, local_results(SLOW), attempts={(1, 1): 2})
+    # The points the dead worker was judging get one more attempt; nothing else spent one.
+    rig.complete_like_local(submission_id, local, attempts={key: 2 for key in judging}, since=killed)
 
 
 def test_rejudge_while_the_broker_is_down(healthy, local_results):
@@ -211,11 +220,12 @@ def test_rejudge_while_the_broker_is_down(healthy, local_results):
     assert state["status"] == "queued" and state["rejudging"] and state["total"] == local["total"]
     time.sleep(3)
     rig.broker_proxy.restore()
-    rig.complete_like_local(submission_id, local, generation=1)
+    rig.complete_like_local(submission_id, local, generation=1, since=time.monotonic())
 
 
 def test_submit_while_the_broker_is_down(healthy, local_results):
     rig = healthy
+    local = local_results(VADD_ONLY)  # before any fault: computing it takes a while
     rig.broker_proxy.cut()
     submission_id, proc = rig.submit(VADD_ONLY, "broker-down")
     assert "the broker is unreachable" in proc.stderr and "queued in the database" in proc.stderr
@@ -223,7 +233,7 @@ def test_submit_while_the_broker_is_down(healthy, local_results):
     assert rig.outbox(submission_id) == [f"compile {submission_id}"]
     time.sleep(3)
     rig.broker_proxy.restore()
-    rig.complete_like_local(submission_id, local_results(VADD_ONLY))
+    rig.complete_like_local(submission_id, local, since=time.monotonic())
 
 
 def test_submit_while_the_database_is_down(healthy):
