@@ -2,7 +2,8 @@
 
 Modules (one concept each): `base` (declarative base, naming convention, UTC timestamps), `users`,
 `submissions`, `compiled` (compiled test points, between compile and judge), `outbox` (messages
-to send, written in the transaction they follow from), `locks` (leases: one sweeper at a time), `results` (per test point
+to send, written in the transaction they follow from), `locks` (leases: one sweeper at a time),
+`results` (per test point
 rows; `record_result`, `claim_attempt`), `status` (derived submission status), `totals`
 (`finalize_submission`), `pending` (sweeper query), `rejudge` (reset for a rejudge), `leaderboard`,
 `session` (engines, `session_scope`), `migrate` (Alembic, programmatic), `models` (all metadata).

@@ -12,12 +12,12 @@
 | ``KDT_GRADE_SIM_TIMEOUT_SECONDS`` | 20 | wall-clock limit of one simulated launch (``TLE``) |
 | ``KDT_GRADE_GRADE_MEMORY_MB`` | 4096 | address-space limit of a grading process (``MLE``) |
 | ``KDT_GRADE_MAX_ATTEMPTS`` | 3 | a test point whose worker died this often ends as ``IE`` |
-| ``KDT_GRADE_STUCK_AFTER_SECONDS`` | 900 | ``admin sweep`` (without ``--older-than``) also re-queues points running longer |
+| ``KDT_GRADE_STUCK_AFTER_SECONDS`` | 900 | ``admin sweep`` without ``--older-than``: the silence that counts |
 | ``KDT_GRADE_HEARTBEAT_SECONDS`` | 5 | a worker judging a point writes its heartbeat this often |
 | ``KDT_GRADE_HEARTBEAT_STALE_SECONDS`` | 30 | a heartbeat older than this means its worker is gone |
 | ``KDT_GRADE_SWEEP_INTERVAL_SECONDS`` | 15 | how often the automatic sweeper looks (one at a time, database lock) |
 | ``KDT_GRADE_DISPATCH_INTERVAL_SECONDS`` | 2 | how often the outbox dispatcher retries unsent tasks |
-| ``KDT_GRADE_TRANSIENT_RETRY_SECONDS`` | 600 | how long a task retries an unreachable database before it gives the task back |
+| ``KDT_GRADE_TRANSIENT_RETRY_SECONDS`` | 600 | a task retries an unreachable database this long |
 | ``KDT_GRADE_WORKERS`` | CPU count | processes of the embedded mode's pool |
 """
 import os

@@ -382,7 +382,8 @@ class Service:
                        take_over: bool = False) -> dict | None:
         """Grade a submission in this process: compile once, judge the points in ``pool`` (default: a new
         ``pipeline.grading_pool``), record each result as it comes. ``points`` defaults to those without a
-        verdict; ``take_over`` claims them even while another process's heartbeat is fresh (the sweeper). A point whose pool process died is tried again, alone, in a fresh process, until
+        verdict; ``take_over`` claims them even while another process's heartbeat is fresh (the sweeper).
+        A point whose pool process died is tried again, alone, in a fresh process, until
         ``max_attempts``. Returns the stored totals (None if incomplete)."""
         todo = sorted(points) if points is not None else self.unfinished_points(submission_id)
         with self.session() as session:

@@ -10,7 +10,8 @@
      ``worker gone``: claimed by a process of this host that no longer exists (at once);
    - ``missing``: an unscored submission older than ``older_than`` with a point nobody claimed;
    in broker mode only when nothing for it is in flight (an outbox row, a message waiting in the
-   queue, or a compile under way: its lease ``compile N`` is live). A submission without compiled points gets ``compile``, the others ``judge`` per point.
+   queue, or a compile under way: its lease ``compile N`` is live). A submission without compiled
+   points gets ``compile``, the others ``judge`` per point.
    Re-queueing twice is harmless: a judge task skips a point that is done or beating elsewhere.
 
 ``Background(service).start()`` runs it in a thread of every worker and of the server: the dispatcher
@@ -100,7 +101,8 @@ class Sweeper:
         chosen = []
         for p in pending:
             sid = p["submission_id"]
-            if f"compile {sid}" in compiling or ("compile", sid, None, None) in in_flight or ("judge", sid, p["task"], p["point"]) in in_flight:
+            if (f"compile {sid}" in compiling or ("compile", sid, None, None) in in_flight
+                    or ("judge", sid, p["task"], p["point"]) in in_flight):
                 continue
             chosen.append(p)
         if not chosen:
