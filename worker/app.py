@@ -27,7 +27,10 @@ def _init_pool_process(**_kwargs) -> None:
     from grader.pipeline import limit_memory
     from worker import tasks
 
-    _background.clear()  # a forked pool process must not think it runs the parent's loops
+    inherited = _background.pop("service", None)
+    if inherited is not None:  # the parent's loops and connections are the parent's
+        inherited.forget_connections()
+    _background.clear()
     limit_memory(settings.grade_memory_mb)
     tasks.reset_service()
 
