@@ -45,7 +45,7 @@ from judger.verdicts import PointResult, Verdict
 from . import pipeline, storage
 from .broker import COMPILE_TASK, JUDGE_TASK, Broker, BrokerUnavailable  # noqa: F401 (task names re-exported)
 from .config import Settings, load_settings
-from .errors import ServiceUnavailable
+from .errors import ServiceUnavailable  # noqa: F401 (re-exported: what accept and rejudge raise)
 from .heartbeat import CompileLease, Heartbeat
 from .pipeline import ALL_POINTS, Rejected
 from .transient import is_transient, retry_transient, unavailable
@@ -193,7 +193,9 @@ class Service:
             return True
         with self.session() as session:
             key = db.add_outbox(session, "compile", submission_id)
-        return self.dispatch([key]) > 0
+        self.dispatch([key])
+        with self.session() as session:  # gone: sent, here or by another process's dispatcher
+            return not db.list_outbox(session, [key])
 
     def dispatch(self, keys: Iterable[str] | None = None, min_age: float = 0.0) -> int:
         """Send outbox rows (``keys``, or all of them at least ``min_age`` seconds old) and delete each one
@@ -286,8 +288,9 @@ class Service:
         return compiled
 
     def _claim(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False):
-        """One transaction: ``("skip", None)`` (done in this generation, or judged elsewhere with a live
-        heartbeat), else ``("claimed", (attempts, generation))``."""
+        """One transaction: ``("done", None)`` (a verdict of the current generation exists),
+        ``("elsewhere", None)`` (another worker judges it with a live heartbeat), else
+        ``("claimed", (attempts, generation))``."""
         with self.session() as session:
             sub = db.get_submission(session, submission_id)
             if sub is None:
