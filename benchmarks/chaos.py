@@ -209,7 +209,9 @@ def report(cluster: Cluster, ids: dict, local: dict, finished: dict, last_fault:
         if sid in finished and (want != got or state["total"] != local[path]["total"]):
             mismatches.append((sid, path.name, state["total"], local[path]["total"]))
     last = max(finished.values(), default=float("nan"))
-    print(f"completed: {len(finished)} / {len(ids)}")
+    backlog = sum(1 for sid in ids if finished.get(sid, float("inf")) > last_fault)
+    print("finished at (s): " + ", ".join(f"#{sid} {finished[sid]:.0f}" for sid in sorted(finished)))
+    print(f"completed: {len(finished)} / {len(ids)}; {backlog} were still unfinished when the last fault ended")
     print(f"last submission finished {last - last_fault:.1f} s after the end of the last fault "
           f"(the last fault ended at {last_fault:.1f} s)")
     print(f"mismatches against `kdt-grade local`: {len(mismatches)} {mismatches or ''}")
