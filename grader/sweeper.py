@@ -7,7 +7,8 @@
    (the connection dropped between the last point and the totals);
 3. re-queue, as outbox rows then sent (broker mode) or graded here (embedded mode):
    - ``stuck``: a claimed point whose heartbeat is older than ``older_than`` (its worker died), or
-     ``worker gone``: claimed by a process of this host that no longer exists (at once);
+     ``worker gone``: claimed by a process of this host that no longer exists (at once, together with
+     the points of that submission nobody claimed yet);
    - ``missing``: an unscored submission older than ``older_than`` with a point nobody claimed;
    in broker mode only when nothing for it is in flight (an outbox row, a message waiting in the
    queue, or a compile under way: its lease ``compile N`` is live). A submission without compiled
@@ -84,13 +85,31 @@ class Sweeper:
             compiled = {sid: db.compiled_points(session, sid)
                         for sid in {p["submission_id"] for p in pending + running}}
         keys = {(p["submission_id"], p["task"], p["point"]) for p in pending}
+        orphaned = set()
         for row in running:
-            if (row["submission_id"], row["task"], row["point"]) not in keys and worker_gone(row["worker"]):
-                pending.append({**{k: row[k] for k in ("submission_id", "task", "point", "attempts",
-                                                       "started_at")}, "reason": "worker gone"})
+            if worker_gone(row["worker"]):
+                orphaned.add(row["submission_id"])
+                if (row["submission_id"], row["task"], row["point"]) not in keys:
+                    pending.append({**{k: row[k] for k in ("submission_id", "task", "point", "attempts",
+                                                           "started_at")}, "reason": "worker gone"})
+        pending += self._unclaimed(orphaned, keys | {(p["submission_id"], p["task"], p["point"]) for p in pending})
         for p in pending:
             p["action"] = "judge" if (p["task"], p["point"]) in compiled[p["submission_id"]] else "compile"
         return sorted(pending, key=lambda p: (p["submission_id"], p["task"], p["point"]))
+
+    def _unclaimed(self, submission_ids: set, known: set) -> list[dict]:
+        """The points nobody claimed of submissions a gone process was grading (an interrupted embedded run
+        claims its points one by one): missing now, not only after ``older_than``."""
+        found = []
+        for sid in sorted(submission_ids):
+            with self.service.session() as session:
+                generation = db.get_submission(session, sid)["generation"]
+                claimed = {(r["task"], r["point"]) for r in db.list_results(session, sid)
+                           if r["generation"] == generation}
+            found += [{"submission_id": sid, "task": t, "point": p, "attempts": 0, "started_at": None,
+                       "reason": "missing"} for t, count in sorted(POINTS_PER_TASK.items()) for p in range(count)
+                      if (t, p) not in claimed and (sid, t, p) not in known]
+        return found
 
     def _in_flight(self) -> set[tuple]:
         with self.service.session() as session:
