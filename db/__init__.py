@@ -1,7 +1,9 @@
 """The grading service's database layer: models, sessions, migrations, idempotent writes, queries.
 
 Modules (one concept each): `base` (declarative base, naming convention, UTC timestamps), `users`,
-`submissions`, `compiled` (compiled test points, between compile and judge), `results` (per test point
+`submissions`, `compiled` (compiled test points, between compile and judge), `outbox` (messages
+to send, written in the transaction they follow from), `locks` (leases: one sweeper at a time),
+`results` (per test point
 rows; `record_result`, `claim_attempt`), `status` (derived submission status), `totals`
 (`finalize_submission`), `pending` (sweeper query), `rejudge` (reset for a rejudge), `leaderboard`,
 `session` (engines, `session_scope`), `migrate` (Alembic, programmatic), `models` (all metadata).
@@ -15,9 +17,11 @@ process boundaries (Celery tasks get ids and re-fetch).
 """
 from db.compiled import compiled_points, delete_compiled, get_compiled, store_compiled
 from db.leaderboard import all_submissions, leaderboard
-from db.pending import pending_points
-from db.rejudge import reset_submission, submission_ids
-from db.results import VERDICTS, claim_attempt, get_result, list_results, record_result
+from db.locks import acquire_lease, live_leases, release_lease
+from db.outbox import add_outbox, delete_outbox, list_outbox, note_outbox_failure, outbox_key, outbox_keys
+from db.pending import pending_points, running_points, unscored_complete
+from db.rejudge import reset_submission, start_rejudge, submission_ids
+from db.results import VERDICTS, beat, claim_attempt, get_result, list_results, record_result
 from db.session import make_engine, make_session_factory, resolve_url, session_scope
 from db.status import SubmissionStatus, submission_status
 from db.submissions import create_submission, get_submission
@@ -26,6 +30,19 @@ from db.users import get_or_create_user, get_user
 
 __all__ = [
     "VERDICTS",
+    "acquire_lease",
+    "add_outbox",
+    "beat",
+    "delete_outbox",
+    "list_outbox",
+    "live_leases",
+    "note_outbox_failure",
+    "outbox_key",
+    "outbox_keys",
+    "release_lease",
+    "start_rejudge",
+    "running_points",
+    "unscored_complete",
     "SubmissionStatus",
     "all_submissions",
     "claim_attempt",

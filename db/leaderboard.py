@@ -1,6 +1,8 @@
 """Leaderboard queries: each user's best scored submission, and all submissions for the admin CSV.
 
-Ranking: higher `total` first; equal totals go to the earlier submission (`created`, then `id`).
+Ranking: higher `total` first; equal totals go to the earlier submission, by `id`: the database assigns
+ids in insert order, whereas `created` is stamped by the inserting process before the insert and two
+intakes' clocks and commits may disagree.
 The same rule picks a user's best submission among their own. Only scored submissions (`total`
 not NULL) count.
 
@@ -20,7 +22,7 @@ from db.users import User
 
 _SCORE_COLUMNS = (Submission.task1, Submission.task2, Submission.task3, Submission.task4, Submission.total)
 # Best first; ties to the earlier submission.
-_RANK_ORDER = (Submission.total.desc(), Submission.created.asc(), Submission.id.asc())
+_RANK_ORDER = (Submission.total.desc(), Submission.id.asc())
 
 
 def leaderboard(session: Session, created_before: datetime | None = None) -> list[dict[str, Any]]:

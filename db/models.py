@@ -6,10 +6,13 @@ modules.
 from db.base import Base
 from db.compiled import CompiledPoint
 from db.contest import ContestSettings
+from db.locks import Lease
+from db.outbox import OutboxRow
 from db.results import TestPointResult
 from db.submissions import Submission
 from db.users import User
 
 metadata = Base.metadata
 
-__all__ = ["Base", "CompiledPoint", "ContestSettings", "Submission", "TestPointResult", "User", "metadata"]
+__all__ = ["Base", "CompiledPoint", "ContestSettings", "Lease", "OutboxRow", "Submission", "TestPointResult",
+           "User", "metadata"]

@@ -13,8 +13,8 @@ Life of a row:
 Both writes are one `INSERT ... ON CONFLICT (submission_id, task, point) DO UPDATE` statement
 (SQLite and PostgreSQL), which is what makes them safe under concurrent workers.
 
-Public API: `TestPointResult`, `VERDICTS`, `record_result`, `claim_attempt`, `get_result`,
-`list_results`. Everything returned is plain data (dicts, ints).
+Public API: `TestPointResult`, `VERDICTS`, `record_result`, `claim_attempt`, `beat` (heartbeats),
+`get_result`, `list_results`. Everything returned is plain data (dicts, ints).
 """
 from __future__ import annotations
 
@@ -30,9 +30,11 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    case,
     func,
     null,
     select,
+    update,
 )
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -76,6 +78,10 @@ class TestPointResult(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     wall_seconds: Mapped[float | None] = mapped_column(Float)
+    # Written every few seconds by the worker judging the point (liveness for the sweeper).
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # The submission's generation this row belongs to (a rejudge starts a new one; older rows are stale).
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     def to_dict(self) -> dict[str, Any]:
         """Return the row as plain data, one key per column."""
@@ -119,13 +125,15 @@ def record_result(
     started_at: datetime | None = None,
     finished_at: datetime | None = None,
     wall_seconds: float | None = None,
-) -> dict[str, Any]:
+    generation: int = 0,
+) -> dict[str, Any] | None:
     """Insert or update the single result row of a test point and return it as a dict.
 
     Inputs: an open session (the caller commits), the point's key, its outcome and the worker's name;
     aware UTC timings: `finished_at` defaults to now, and a timing passed as None keeps the value
     already stored (so `started_at` written by `claim_attempt` survives). `attempts` is never changed.
-    Output: the row after the write, as `TestPointResult.to_dict()` would give it.
+    Output: the row after the write, as `TestPointResult.to_dict()` would give it; None (nothing
+    written) when the stored row belongs to a newer `generation`.
     Raises `ValueError` for an unknown verdict, a score outside 0..100, a non-zero score without
     `AC`, negative cycles or an invalid point; `sqlalchemy.exc.IntegrityError` if the submission
     does not exist.
@@ -148,6 +156,7 @@ def record_result(
         started_at=started_at,
         finished_at=finished_at or utcnow(),
         wall_seconds=wall_seconds,
+        generation=generation,
     )
     new = insert.excluded
     statement = insert.on_conflict_do_update(
@@ -162,9 +171,13 @@ def record_result(
             "queued_at": func.coalesce(new.queued_at, _TABLE.c.queued_at),
             "started_at": func.coalesce(new.started_at, _TABLE.c.started_at),
             "wall_seconds": func.coalesce(new.wall_seconds, _TABLE.c.wall_seconds),
+            "generation": new.generation,
         },
+        # A late result of an older generation (a rejudge started meanwhile) must not overwrite a newer row.
+        where=_TABLE.c.generation <= new.generation,
     ).returning(*_TABLE.columns)
-    return dict(session.execute(statement).mappings().one())
+    row = session.execute(statement).mappings().one_or_none()
+    return None if row is None else dict(row)
 
 
 def claim_attempt(
@@ -176,12 +189,14 @@ def claim_attempt(
     *,
     queued_at: datetime | None = None,
     now: datetime | None = None,
+    generation: int = 0,
 ) -> int:
     """Mark a test point as running for `worker` and return its new attempt count (1, 2, 3, ...).
 
     Creates the row if missing; otherwise increments `attempts` atomically (concurrent claims of one
     point get distinct counts) and clears the previous outcome, so the point reads as running
-    until `record_result`. `started_at` is set to `now` (default: the current UTC time);
+    until `record_result`. A claim in a newer `generation` (a rejudge) starts counting from 1 again.
+    `started_at` and `heartbeat_at` are set to `now` (default: the current UTC time);
     `queued_at`, if given, is kept only when none is stored yet.
     Raises `ValueError` for an invalid point or worker name; `sqlalchemy.exc.IntegrityError` if the
     submission does not exist. The caller commits, before grading, so the claim is visible.
@@ -198,13 +213,17 @@ def claim_attempt(
         worker=worker,
         queued_at=queued_at,
         started_at=now or utcnow(),
+        heartbeat_at=now or utcnow(),
+        generation=generation,
     )
     new = insert.excluded
     statement = insert.on_conflict_do_update(
         index_elements=_CONFLICT_KEY,
         set_={
             # Incremented in SQL, not read-modify-write in Python: atomic under concurrent claims.
-            "attempts": _TABLE.c.attempts + 1,
+            "attempts": case((_TABLE.c.generation == new.generation, _TABLE.c.attempts + 1), else_=1),
+            "generation": new.generation,
+            "heartbeat_at": new.heartbeat_at,
             "worker": new.worker,
             "started_at": new.started_at,
             "queued_at": func.coalesce(_TABLE.c.queued_at, new.queued_at),
@@ -236,3 +255,20 @@ def list_results(session: Session, submission_id: int) -> list[dict[str, Any]]:
         .order_by(_TABLE.c.task, _TABLE.c.point)
     )
     return [dict(row) for row in session.execute(statement).mappings()]
+
+
+def beat(session: Session, submission_id: int, points: list[tuple[int, int]], worker: str,
+         now: datetime | None = None) -> int:
+    """Write the heartbeat of ``points`` that ``worker`` is judging (unfinished rows it claimed); return
+    how many rows were touched (0: another worker took them over, or they finished)."""
+    if not points:
+        return 0
+    touched = 0
+    for task, point in points:
+        touched += session.execute(
+            update(_TABLE)
+            .where(_TABLE.c.submission_id == submission_id, _TABLE.c.task == task, _TABLE.c.point == point,
+                   _TABLE.c.worker == worker, _TABLE.c.finished_at.is_(None))
+            .values(heartbeat_at=now or utcnow())
+        ).rowcount or 0
+    return touched

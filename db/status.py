@@ -1,22 +1,24 @@
 """A submission's status, derived from its result rows and stored scores; never stored itself.
 
-Rules, first match wins:
+Only the rows of the submission's current generation count (a rejudge starts a new one, see
+`db.rejudge`); scores are *current* when `scored_generation` is the current generation (NULL with stored
+scores counts as current: rows written before generations existed). Rules, first match wins:
 
-1. `running`: some result row is unfinished (claimed, `finished_at` NULL); this includes a rejudge
-   of an already scored submission.
-2. `failed`: scores are stored (`total` not NULL) and some point ended `IE`: the judge failed, not
-   the contestant; an admin should look and rejudge.
-3. `done`: scores are stored.
-4. `running`: some points have results, but the totals are not stored yet.
-5. `queued`: no result rows at all.
+1. `running`: some current row is unfinished (claimed, `finished_at` NULL).
+2. `failed`: the scores are current and some current point ended `IE`: the judge failed, not the
+   contestant; an admin should look and rejudge.
+3. `done`: the scores are current.
+4. `running`: some current rows exist, but the totals are not stored yet.
+5. `queued`: no current rows (a fresh submission, or a rejudge whose new grading has not started:
+   the old totals stay on the leaderboard meanwhile).
 
-Public API: `SubmissionStatus`, `status_expression()`, `submission_status(session, submission_id)`.
+Public API: `SubmissionStatus`, `status_expression()`, `scores_current()`, `submission_status(session, id)`.
 """
 from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import ColumnElement, and_, case, exists, select
+from sqlalchemy import ColumnElement, and_, case, exists, func, select
 from sqlalchemy.orm import Session
 
 from db.results import TestPointResult
@@ -33,14 +35,21 @@ class SubmissionStatus(StrEnum):
 
 
 def _has_result(*conditions: ColumnElement[bool]) -> ColumnElement[bool]:
-    """EXISTS over the current submission's result rows, correlated to `Submission.id`."""
-    where = and_(TestPointResult.submission_id == Submission.id, *conditions)
+    """EXISTS over the current submission's current-generation rows, correlated to `Submission.id`."""
+    where = and_(TestPointResult.submission_id == Submission.id,
+                 TestPointResult.generation == Submission.generation, *conditions)
     return exists().where(where)
+
+
+def scores_current() -> ColumnElement[bool]:
+    """SQL: the submission's stored scores belong to its current generation."""
+    return and_(Submission.total.is_not(None),
+                func.coalesce(Submission.scored_generation, Submission.generation) == Submission.generation)
 
 
 def status_expression() -> ColumnElement[str]:
     """Return a SQL expression of the status of `Submission` rows, for use in a SELECT over them."""
-    scored = Submission.total.is_not(None)
+    scored = scores_current()
     return case(
         (_has_result(TestPointResult.finished_at.is_(None)), SubmissionStatus.RUNNING.value),
         (and_(scored, _has_result(TestPointResult.verdict == "IE")), SubmissionStatus.FAILED.value),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, String, Text
+from sqlalchemy import Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
@@ -44,6 +44,10 @@ class Submission(Base):
     task4: Mapped[float | None] = mapped_column(Float)
     # Indexed: the leaderboard ranks by it.
     total: Mapped[float | None] = mapped_column(Float, index=True)
+    # Each rejudge starts a new generation; the stored scores belong to `scored_generation`, so the old
+    # totals stay on the leaderboard until the new ones land (`db.rejudge`, `db.totals`).
+    generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    scored_generation: Mapped[int | None] = mapped_column(Integer)
 
     def to_dict(self, include_source: bool = False) -> dict[str, Any]:
         """Return the row as plain data; `source` only if `include_source` (it can be large)."""
@@ -53,6 +57,7 @@ class Submission(Base):
             "file_name": self.file_name,
             "sha256": self.sha256,
             "created": self.created,
+            "generation": self.generation,
         }
         data.update({column: getattr(self, column) for column in SCORE_COLUMNS})
         if include_source:

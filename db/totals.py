@@ -43,12 +43,13 @@ def _check_contest(weights: Mapping[int, float], points_per_task: Mapping[int, i
         raise ValueError(f"every task needs at least one test point: {dict(points_per_task)}")
 
 
-def _finished_scores(session: Session, submission_id: int) -> dict[tuple[int, int], float]:
-    """Map (task, point) -> score of the finished result rows of a submission."""
+def _finished_scores(session: Session, submission_id: int, generation: int = 0) -> dict[tuple[int, int], float]:
+    """Map (task, point) -> score of the finished result rows of a submission's current generation."""
     rows = session.execute(
         select(TestPointResult.task, TestPointResult.point, TestPointResult.score).where(
             TestPointResult.submission_id == submission_id,
             TestPointResult.finished_at.is_not(None),
+            TestPointResult.generation == generation,
         )
     )
     return {(task, point): score for task, point, score in rows}
@@ -67,7 +68,8 @@ def finalize_submission(
     `{task: weight}` and `{task: number of points}` (the same task ids, a subset of 1..4; points
     are numbered from 0); optionally the judger's `task_score(point_scores, weight)`.
     Output: `{"task1": ..., "task4": ..., "total": ...}` as stored (None for a task not given), or
-    None, storing nothing, while a point is missing or unfinished. Rows for points outside
+    None, storing nothing, while a point of the submission's current generation (see `db.rejudge`) is
+    missing or unfinished; the previous generation's totals stay stored until then. Rows for points outside
     `points_per_task` are ignored.
     Raises `LookupError` if the submission does not exist; `ValueError` for inconsistent contest data.
     """
@@ -79,7 +81,7 @@ def finalize_submission(
     ).one_or_none()
     if submission is None:
         raise LookupError(f"no submission with id {submission_id}")
-    scores = _finished_scores(session, submission_id)
+    scores = _finished_scores(session, submission_id, submission.generation)
     totals: dict[str, float | None] = {f"task{task}": None for task in TASK_IDS}
     for task in sorted(weights):
         keys = [(task, point) for point in range(points_per_task[task])]
@@ -90,5 +92,6 @@ def finalize_submission(
     totals["total"] = sum(value for value in totals.values() if value is not None)
     for column, value in totals.items():
         setattr(submission, column, value)
+    submission.scored_generation = submission.generation
     session.flush()
     return totals

@@ -39,6 +39,26 @@ class LazyGroup(click.Group):
         module, attribute = COMMANDS[name].split(":")
         return getattr(importlib.import_module(module), attribute)
 
+    def invoke(self, ctx: click.Context):
+        """Run the command; an unreachable database or broker becomes one line on stderr (exit code 1),
+        not a traceback (the imports stay lazy: the client commands load no SQLAlchemy)."""
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except Exception as exc:
+            from grader.errors import ServiceUnavailable
+
+            if isinstance(exc, ServiceUnavailable):
+                raise click.ClickException(str(exc)) from None
+            from grader.transient import is_transient
+
+            if is_transient(exc):
+                first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [""])[0]
+                raise click.ClickException(f"the database or the broker is unreachable ({type(exc).__name__}: "
+                                           f"{first[:200]}); try again in a minute") from None
+            raise
+
 
 @click.group(cls=LazyGroup)
 def main() -> None:

@@ -5,8 +5,9 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from .admin_urls import safe_url
 from .cli_contest import contest_group, users
-from .cli_output import csv_text, dump_json, err, out, show_result, submissions_table
+from .cli_output import csv_text, dump_json, err, out, safe, show_result, submissions_table
 from .service import Service
 
 SUBMISSION_COLUMNS = ["submission_id", "user_id", "user_name", "file_name", "sha256", "created", "status",
@@ -27,7 +28,7 @@ def init_db() -> None:
     """Create the database schema, or upgrade it to the newest revision (repeatable)."""
     with Service() as service:
         service.init_db()
-        out.print(f"database at head: {_safe_url(service.settings.db_url)}")
+        out.print(f"database at head: {safe(safe_url(service.settings.db_url))}")
 
 
 @admin.command()
@@ -58,19 +59,19 @@ def show(submission_id: int, source: bool, as_json: bool) -> None:
     if as_json:
         dump_json({**state, **({"source": text} if source else {})})
         return
-    out.print(f"submission {state['id']}: {state['file_name']} by {state['user']}, {state['created']}, "
+    out.print(f"submission {state['id']}: {safe(state['file_name'])} by {safe(state['user'])}, {state['created']}, "
               f"sha256 {state['sha256']}, status {state['status']}")
     show_result(state, "results")
     table = Table(title="grading", title_justify="left")
     for name in ("task", "point", "state", "attempts", "worker", "started", "finished", "seconds"):
         table.add_column(name)
     for p in state["points"]:
-        table.add_row(str(p["task"]), str(p["point"]), p["state"], str(p["attempts"]), p["worker"] or "-",
+        table.add_row(str(p["task"]), str(p["point"]), p["state"], str(p["attempts"]), safe(p["worker"]),
                       (p["started_at"] or "-")[:19].replace("T", " "), (p["finished_at"] or "-")[11:19] or "-",
                       "-" if p["wall_seconds"] is None else f"{p['wall_seconds']:.2f}")
     out.print(table)
     if source:
-        out.print(f"\n--- {state['file_name']} ---")
+        out.print(f"\n--- {safe(state['file_name'])} ---")
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
@@ -94,14 +95,23 @@ def rejudge(submission_ids: tuple, user: str | None, everything: bool) -> None:
 
 
 @admin.command()
-@click.option("--older-than", type=float, help="Seconds a point may stay unclaimed or running "
+@click.option("--older-than", type=float, help="Seconds a point may stay unclaimed or without a heartbeat "
                                                   "(default: KDT_GRADE_STUCK_AFTER_SECONDS).")
 def sweep(older_than: float | None) -> None:
-    """Queue again the test points that are missing or stuck (a lost worker leaves them)."""
+    """Heal what an outage left, now: send the outbox, store missing totals, queue again the test points
+    that are missing or stuck. (Workers and the server also do this by themselves, every few seconds.)"""
     with Service() as service:
-        points = service.sweep(older_than)
+        report = service.sweep_report(older_than)
+    points = report["points"]
+    if report["dispatched"]:
+        out.print(f"sweep: sent {report['dispatched']} queued message(s) from the outbox")
+    if report["totals"]:
+        out.print(f"sweep: stored the missing totals of submission(s) {', '.join(map(str, report['totals']))}")
+    for note in report["notes"]:
+        out.print(f"sweep: {safe(note)}")
     if not points:
-        out.print("sweep: nothing is missing or stuck")
+        if not (report["dispatched"] or report["totals"]):
+            out.print("sweep: nothing is missing or stuck")
         return
     table = Table(title=f"sweep: {len(points)} test point(s) queued again", title_justify="left")
     for name in ("submission", "task", "point", "reason", "attempts", "action"):
@@ -110,6 +120,29 @@ def sweep(older_than: float | None) -> None:
         table.add_row(str(p["submission_id"]), str(p["task"]), str(p["point"]), p["reason"], str(p["attempts"]),
                       p["action"])
     out.print(table)
+
+
+@admin.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: [{name, ok, detail}].")
+def doctor(as_json: bool) -> None:
+    """Check this deployment: the sandbox (a known-good kernel through the real sandbox with the configured
+    limits), the database, its migrations, the broker and the outbox. Exit code 1 if anything is wrong."""
+    from .config import load_settings
+    from .doctor import run_checks
+
+    checks = run_checks(load_settings())
+    if as_json:
+        dump_json([vars(check) for check in checks])
+        sys.exit(0 if all(check.ok for check in checks) else 1)
+    table = Table(title="kdt-grade doctor", title_justify="left")
+    for name in ("check", "result", "detail"):
+        table.add_column(name, overflow="fold" if name == "detail" else "ellipsis")
+    for check in checks:
+        table.add_row(check.name, "[green]ok[/green]" if check.ok else "[bold red]FAILED[/bold red]",
+                      safe(check.detail))
+    out.print(table)
+    if not all(check.ok for check in checks):
+        sys.exit(1)
 
 
 @admin.command("leaderboard")
@@ -126,9 +159,3 @@ def admin_leaderboard(as_csv: bool, output: Path | None) -> None:
         sys.stdout.write(csv_text(rows, SUBMISSION_COLUMNS))
     else:
         out.print(submissions_table(rows, title="All submissions"))
-
-
-def _safe_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)

@@ -1,5 +1,9 @@
 """How the ``kdt-grade`` commands show plain data: rich tables, progress bars, JSON and CSV.
 
+Everything user-controlled (user and file names, messages, worker names, printed kernel output) goes
+through ``safe`` (``rich.markup.escape``) before rich renders it: a user called ``[/oops]`` or a kernel
+raising ``RuntimeError("[/red]")`` is shown as typed, never read as markup.
+
 The same ``result_table`` renders ``kdt-grade local`` (``PointResult`` dicts) and ``kdt-grade status``
 (``Service.status``), so the two look alike and can be compared line by line.
 """
@@ -10,6 +14,7 @@ import os
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -23,6 +28,11 @@ _VERDICT_STYLE = {"AC": "green", "WA": "red", "CE": "yellow", "RE": "red", "TLE"
 _SCORE_KEYS = ("task1", "task2", "task3", "task4", "total")
 LEADERBOARD_COLUMNS = ["rank", "user_name", "submission_id", "created", "task1", "task2", "task3", "task4",
                        "total"]
+
+
+def safe(value) -> str:
+    """``value`` as text rich shows literally (markup escaped); None as ``-``."""
+    return "-" if value is None else escape(str(value))
 
 
 def dump_json(data) -> None:
@@ -50,14 +60,14 @@ def _when(timestamp) -> str:
 def _verdict(verdict, state="done") -> str:
     if verdict is None:
         return f"[dim]{state}[/dim]"
-    return f"[{_VERDICT_STYLE.get(verdict, 'white')}]{verdict}[/]"
+    return f"[{_VERDICT_STYLE.get(verdict, 'white')}]{safe(verdict)}[/]"
 
 
 def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
     """The per-test-point table plus task scores and the total. ``points``: dicts with ``task, point,
     verdict, cycles, score, utilisation, message`` (and optionally ``state``); ``tasks``: ``{id: {"name",
     "weight", "score"}}``."""
-    table = Table(title=title, title_justify="left")
+    table = Table(title=safe(title), title_justify="left")
     for name, justify in (("task", "right"), ("point", "right"), ("verdict", "left"), ("cycles", "right"),
                           ("MXM", "right"), ("score", "right"), ("message", "left")):
         table.add_column(name, justify=justify, overflow="fold" if name == "message" else "ellipsis")
@@ -67,10 +77,10 @@ def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
         table.add_row(str(p["task"]), str(p["point"]), _verdict(p.get("verdict"), p.get("state", "done")),
                       "-" if p.get("cycles") is None else str(p["cycles"]),
                       "-" if util is None else f"{100 * util:.1f}%", _num(p.get("score")),
-                      first[0][:100] if first else "")
+                      safe(first[0][:100]) if first else "")
     table.add_section()
     for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
-        table.add_row(str(task_id), "", "", "", "", f"{_num(t['score'])} / {t['weight']}", t["name"])
+        table.add_row(str(task_id), "", "", "", "", f"{_num(t['score'])} / {t['weight']}", safe(t["name"]))
     weight = sum(t["weight"] for t in tasks.values())
     table.add_row("", "", "", "", "", f"[bold]{_num(total)} / {weight:.1f}[/bold]", "[bold]total[/bold]")
     return table
@@ -89,7 +99,7 @@ def show_submitted(state: dict, wait: bool, as_json: bool) -> None:
         dump_json(state)
     elif wait:
         show_result(state, f"submission {state['id']}: {state['file_name']} ({state['status']})")
-    elif state["total"] is not None:
+    elif state["total"] is not None and state["status"] in ("done", "failed"):
         out.print(f"total {state['total']:.1f} / 100; details: kdt-grade status {state['id']}")
     else:
         out.print(f"queued; see `kdt-grade status {state['id']}`")
@@ -103,7 +113,7 @@ def print_messages(points: list[dict]) -> None:
             groups.setdefault(p["message"], []).append(p)
     for message, group in groups.items():
         where = ", ".join(f"{p['task']}.{p['point']}" for p in group)
-        out.print(f"\n[bold]{group[0]['verdict']}[/bold] on test point{'s' if len(group) > 1 else ''} {where}:")
+        out.print(f"\n[bold]{safe(group[0]['verdict'])}[/bold] on test point{'s' if len(group) > 1 else ''} {where}:")
         out.print(message, markup=False)
 
 
@@ -121,7 +131,7 @@ def leaderboard_table(rows: list[dict], title="Leaderboard", tasks: dict | None 
         table.add_column(f"T{task_id} /{t['weight']}", justify="right")
     table.add_column("total", justify="right")
     for r in rows:
-        table.add_row(str(r["rank"]), r["user_name"], str(r["submission_id"]), _when(r["created"]),
+        table.add_row(str(r["rank"]), safe(r["user_name"]), str(r["submission_id"]), _when(r["created"]),
                       *(_num(r[k], 2) for k in _SCORE_KEYS))
     return table
 
@@ -141,8 +151,8 @@ def submissions_table(rows: list[dict], title="Submissions") -> Table:
     for name in ("id", "user", "file", "submitted", "status", "T1", "T2", "T3", "T4", "total"):
         table.add_column(name, justify="right" if name in ("id", "T1", "T2", "T3", "T4", "total") else "left")
     for r in rows:
-        table.add_row(str(r["submission_id"]), r["user_name"], r["file_name"], _when(r["created"]),
-                      r["status"], *(_num(r[k], 2) for k in _SCORE_KEYS))
+        table.add_row(str(r["submission_id"]), safe(r["user_name"]), safe(r["file_name"]), _when(r["created"]),
+                      safe(r["status"]), *(_num(r[k], 2) for k in _SCORE_KEYS))
     return table
 
 

@@ -14,6 +14,10 @@ def serve(host: str, port: int, log_level: str) -> None:
     whole contest on one machine); with it, submissions go to the Celery workers (`kdt-grade worker`).
     Accepting a submission never waits for its grading."""
     from .config import load_settings
+    from .doctor import SelfCheckFailed
     from .web.server import serve as run
 
-    run(load_settings(), host=host, port=port, log_level=log_level)
+    try:
+        run(load_settings(), host=host, port=port, log_level=log_level)
+    except SelfCheckFailed as exc:
+        raise click.ClickException(f"refusing to start the server: {exc}") from None

@@ -14,9 +14,10 @@ from judger.grading import summarize
 from judger.tasks import TASK_IDS
 
 from . import pipeline
-from .cli_output import (dump_json, err, out, points_progress, print_leaderboard, progress_updater, show_result,
-                         show_submitted, submissions_table)
+from .cli_output import (dump_json, err, out, points_progress, print_leaderboard, progress_updater, safe,
+                         show_result, show_submitted, submissions_table)
 from .config import load_settings
+from .doctor import SelfCheckFailed, self_check
 from .service import Service
 
 def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: bool = False) -> None:
@@ -27,36 +28,52 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
         try:
             submission_id = service.accept(file.read_bytes(), file.name, user)
         except pipeline.Rejected as exc:
-            err.print(f"[red]refused:[/red] {file.name}: {exc}. Nothing was stored.")
+            err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}. Nothing was stored.")
             sys.exit(2)
-        (err if as_json else out).print(f"submission {submission_id} accepted ({file.name}, user {user})")
+        (err if as_json else out).print(f"submission {submission_id} accepted ({safe(file.name)}, user {safe(user)})")
         sys.stdout.flush()
-        progress = points_progress() if wait else None
         if service.settings.embedded:
-            if progress:
-                with progress:
-                    bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
-                    service.enqueue(submission_id, on_result=lambda _r: progress.advance(bar))
-            else:
-                err.print(f"grading #{submission_id} here (embedded mode: no broker configured) ...")
-                service.enqueue(submission_id)
-        else:
-            try:
-                service.enqueue(submission_id)
-            except Exception as exc:  # the broker is down: the row is committed, the sweeper will queue it
-                err.print(f"[red]submission {submission_id} is stored but could not be queued[/red] ({exc}); "
-                          "`kdt-grade admin sweep` queues it later")
-                sys.exit(1)
-            if progress:
-                with progress:
-                    bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
-                    try:
-                        service.wait(submission_id, timeout=timeout, on_progress=progress_updater(progress, bar))
-                    except TimeoutError as exc:
-                        err.print(f"[yellow]{exc}[/yellow]; see `kdt-grade status {submission_id}`")
-                        sys.exit(1)
+            _grade_here(service, submission_id, wait)
+        elif not service.enqueue(submission_id):
+            err.print(f"[yellow]the broker is unreachable:[/yellow] submission {submission_id} is stored and "
+                      "queued in the database; a worker or the server sends it as soon as the broker is back "
+                      "(nothing to do)")
+        if wait and not service.settings.embedded:
+            _wait_with_progress(service, submission_id, timeout)
         state = service.status(submission_id)
     show_submitted(state, wait, as_json)
+
+
+def _grade_here(service: Service, submission_id: int, wait: bool) -> None:
+    """Embedded mode: grade in this process (a progress bar with ``wait``), then resume submissions an
+    earlier interrupted run left unfinished. Ctrl-C says how the submission resumes, and exits 130."""
+    progress = points_progress() if wait else None
+    try:
+        if progress:
+            with progress:
+                bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
+                service.enqueue(submission_id, on_result=lambda _r: progress.advance(bar))
+        else:
+            err.print(f"grading #{submission_id} here (embedded mode: no broker configured) ...")
+            service.enqueue(submission_id)
+        resumed = service.resume_interrupted()
+    except KeyboardInterrupt:
+        err.print(f"\n[yellow]interrupted:[/yellow] submission {submission_id} is stored with the test points "
+                  "graded so far. The next `kdt-grade submit` here resumes it (or now: `kdt-grade admin sweep "
+                  "--older-than 0`); `kdt-grade status` shows it meanwhile.")
+        sys.exit(130)
+    if resumed:
+        err.print(f"resumed interrupted submission(s): {', '.join(map(str, resumed))}")
+
+
+def _wait_with_progress(service: Service, submission_id: int, timeout: float) -> None:
+    with points_progress() as progress:
+        bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
+        try:
+            service.wait(submission_id, timeout=timeout, on_progress=progress_updater(progress, bar))
+        except TimeoutError as exc:
+            err.print(f"[yellow]{safe(exc)}[/yellow]; see `kdt-grade status {submission_id}`")
+            sys.exit(1)
 
 
 def status_local(submission_id: int, as_json: bool) -> None:
@@ -69,8 +86,9 @@ def status_local(submission_id: int, as_json: bool) -> None:
     if as_json:
         dump_json(state)
     else:
+        note = ", rejudging: the scores shown are the previous grading's" if state.get("rejudging") else ""
         show_result(state, f"submission {state['id']}: {state['file_name']} by {state['user']} "
-                           f"({state['status']})")
+                           f"({state['status']}{note})")
 
 
 def leaderboard_local(as_json: bool, as_csv: bool) -> None:
@@ -101,7 +119,7 @@ def local(file: Path, task_id: str | None, as_json: bool) -> None:
     try:
         pipeline.check_source(data, settings.submission_max_bytes)
     except pipeline.Rejected as exc:
-        err.print(f"[red]refused:[/red] {file.name}: {exc}")
+        err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}")
         sys.exit(2)
     points = [p for p in pipeline.ALL_POINTS if task_id is None or p[0] == int(task_id)]
     with pipeline.grading_pool(settings, min(settings.workers, len(points))) as pool:
@@ -133,6 +151,11 @@ def worker(ctx: click.Context, concurrency: int | None, loglevel: str) -> None:
     if settings.embedded:
         raise click.ClickException("KDT_GRADE_BROKER_URL is not set: a worker needs a broker (redis://...); "
                                    "without one, `kdt-grade submit` grades in-process")
+    try:
+        seconds = self_check(settings)
+    except SelfCheckFailed as exc:
+        raise click.ClickException(f"refusing to start the worker: {exc}") from None
+    err.print(f"sandbox self-check passed ({seconds:.1f} s)")
     argv = [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "--pool", "prefork",
             "--concurrency", str(concurrency or settings.workers), "--loglevel", loglevel, *ctx.args]
     sys.stdout.flush()

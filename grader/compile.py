@@ -4,7 +4,9 @@
 for all the requested test points and returns, per ``(task, point)``, either a ``kdt.CompiledKernel``
 (loaded with the strict IR loader) or a ``Failure(verdict, message)``. Everything the child sends is
 untrusted: malformed lines or IR mean the child was tampered with (``SV``), an event refused by the audit
-hook is ``SV``, a child that dies, hangs or floods output gives ``CE`` with the reason.
+hook is ``SV``, a child that dies, hangs or floods output gives ``CE`` with the reason, except one that
+dies before its ``ready`` line (while loading the judge's own code, before the submission ran): that is
+the judge's fault, ``IE`` (``pipeline.judge_fault``; the service tries again).
 """
 import json
 from dataclasses import dataclass
@@ -42,7 +44,12 @@ def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> Co
     args = ["--submission", SUBMISSION_NAME, "--points", spec, "--point-cpu-seconds",
             str(max(1.0, limits.cpu_seconds / 2))]
     run = run_sandboxed(("module", "grader.compile_child"), args, {SUBMISSION_NAME: source}, limits)
-    kernels, events, tampered = _parse_results(run.result, set(points))
+    kernels, events, tampered, ready = _parse_results(run.result, set(points))
+    if not ready and not tampered:
+        bad = Failure("IE", "internal error of the judge: the compile process died while loading the judge's "
+                      "own code, before your file ran (" + _death_message(run, limits).replace("\n", " | ")[:600]
+                      + "); not your fault, it will be retried")
+        return CompileOutcome({p: bad for p in points}, run, events)
     if tampered:
         bad = Failure("SV", f"security violation: the compile process returned malformed results ({tampered})")
         return CompileOutcome({p: bad for p in points}, run, events)
@@ -64,32 +71,34 @@ def _explain(result, limits: SandboxLimits):
 
 
 def _parse_results(data: bytes, wanted: set):
-    """``(kernels, events, problem)``; ``problem`` names the first sign of tampering, else ''."""
+    """``(kernels, events, problem, ready)``; ``problem`` names the first sign of tampering, else '';
+    ``ready``: the child's first line said the judge's code was loaded."""
     kernels, events = {}, []
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
-        return {}, [], "not UTF-8"
-    for n, line in enumerate(lines, 1):
+        return {}, [], "not UTF-8", True
+    ready = bool(lines) and lines[0] == '{"ready": true}'
+    for n, line in enumerate(lines[1:] if ready else lines, 2 if ready else 1):
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):
-            return {}, [], f"line {n} is not JSON"
+            return {}, [], f"line {n} is not JSON", True
         if not isinstance(record, dict):
-            return {}, [], f"line {n} is not an object"
+            return {}, [], f"line {n} is not an object", True
         if set(record) == {"events"}:
             events = _events(record["events"])
             if events is None:
-                return {}, [], "malformed event list"
+                return {}, [], "malformed event list", True
             continue
         key = (record.get("task"), record.get("point"))
         if key not in wanted or key in kernels:
-            return {}, [], f"line {n}: unexpected test point {key}"
+            return {}, [], f"line {n}: unexpected test point {key}", True
         try:
             kernels[key] = _point(record)
         except (IRFormatError, ValueError) as exc:
-            return {}, [], f"line {n}: {exc}"
-    return kernels, events, ""
+            return {}, [], f"line {n}: {exc}", True
+    return kernels, events, "", ready or bool(kernels)
 
 
 def _point(record):

@@ -7,7 +7,11 @@ compiled, so a submission that later hangs or crashes keeps the points it finish
 
     {"task": 1, "point": 0, "ir": {...}}                     compiled (kdt IR as plain data)
     {"task": 1, "point": 0, "error": {"verdict": "CE", "message": "..."}}
+    {"ready": true}                                          first line: the judge's code is loaded
     {"events": [{"event", "detail", "blocked"}, ...]}        last line: what the audit hook saw
+
+A child that dies before its ``ready`` line (an import of torch over the memory limit, an install the
+sandbox user cannot read) failed because of the judge: ``IE``, retried, never the contestant's fault.
 
 The parent (``grader.compile``) treats every byte of this as untrusted.
 """
@@ -39,6 +43,9 @@ def main(argv=None) -> int:
     source = os.path.abspath(args.submission)
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; the child must write nothing
     events = audithook.install(_allowed_roots(source)).events
+    # Our own code is loaded: from here on a death is the submission's doing, before it the judge's.
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
     try:
         _compile_all(source, points, out, args.point_cpu_seconds)
     finally:  # writing to the already-open pipe raises no audit event: the hook never needs turning off

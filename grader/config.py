@@ -12,7 +12,12 @@
 | ``KDT_GRADE_SIM_TIMEOUT_SECONDS`` | 20 | wall-clock limit of one simulated launch (``TLE``) |
 | ``KDT_GRADE_GRADE_MEMORY_MB`` | 4096 | address-space limit of a grading process (``MLE``) |
 | ``KDT_GRADE_MAX_ATTEMPTS`` | 3 | a test point whose worker died this often ends as ``IE`` |
-| ``KDT_GRADE_STUCK_AFTER_SECONDS`` | 900 | ``admin sweep`` re-queues points running longer |
+| ``KDT_GRADE_STUCK_AFTER_SECONDS`` | 900 | ``admin sweep`` without ``--older-than``: the silence that counts |
+| ``KDT_GRADE_HEARTBEAT_SECONDS`` | 5 | a worker judging a point writes its heartbeat this often |
+| ``KDT_GRADE_HEARTBEAT_STALE_SECONDS`` | 30 | a heartbeat older than this means its worker is gone |
+| ``KDT_GRADE_SWEEP_INTERVAL_SECONDS`` | 15 | how often the automatic sweeper looks (one at a time, database lock) |
+| ``KDT_GRADE_DISPATCH_INTERVAL_SECONDS`` | 2 | how often the outbox dispatcher retries unsent tasks |
+| ``KDT_GRADE_TRANSIENT_RETRY_SECONDS`` | 600 | a task retries an unreachable database this long |
 | ``KDT_GRADE_WORKERS`` | CPU count | processes of the embedded mode's pool |
 """
 import os
@@ -41,6 +46,11 @@ class Settings(BaseSettings):
     grade_memory_mb: int = Field(4096, ge=512)
     max_attempts: int = Field(3, ge=1)
     stuck_after_seconds: int = Field(900, gt=0)
+    heartbeat_seconds: float = Field(5.0, gt=0)
+    heartbeat_stale_seconds: float = Field(30.0, gt=0)
+    sweep_interval_seconds: float = Field(15.0, gt=0)
+    dispatch_interval_seconds: float = Field(2.0, gt=0)
+    transient_retry_seconds: float = Field(600.0, gt=0)
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
 
     @property

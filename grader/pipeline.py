@@ -71,6 +71,12 @@ def prepare(source: bytes, points, settings: Settings) -> dict:
     return out
 
 
+def judge_fault(compiled: dict) -> bool:
+    """Whether ``prepare``'s compiled points show a fault of the judge itself (``IE``: the sandboxed child
+    died loading our code, or reported an internal error), worth compiling again."""
+    return any(c.get("verdict") == "IE" for c in compiled.values())
+
+
 def judge(task_id: int, index: int, compiled_point: dict, settings: Settings) -> PointResult:
     """Grade one test point from its compiled point (trusted; runs no submission code)."""
     task, point = get_task(task_id), get_point(task_id, index)

@@ -1,25 +1,32 @@
-"""The grading service: intake, orchestration and queries over the database (issue 4).
+"""The grading service: intake, orchestration and queries over the database (issues 4 and 11).
 
-    submit: check_source -> storage.store -> user + submission rows (commit) -> enqueue
-    enqueue, embedded (no broker):  grade_embedded in this process, the test points over a process pool
-    enqueue, broker (redis://...):  Celery task ``compile`` -> one ``judge`` task per test point (worker/)
+    submit: check_source -> user + submission rows + outbox "compile N" (one transaction) -> dispatch
+    embedded (no broker):  grade_embedded in this process, the test points over a process pool
+    broker (redis://...):  Celery task ``compile`` -> compiled points + outbox "judge N t.p" (one
+                           transaction) -> one ``judge`` task per test point (worker/)
 
-Both modes run the same steps, defined here once and only calling ``grader.pipeline``:
+The database is the source of truth for what must be done; the broker only carries it: every message
+is first an outbox row (``db.outbox``) written in the transaction it follows from, then sent by
+``dispatch`` (right after the commit, and again by the background dispatcher while the broker is down,
+``grader.sweeper``). Both modes run the same steps, defined here once and only calling ``grader.pipeline``:
 
 - ``compile(id)``: load the source from the database (verified against its sha256), ``pipeline.prepare``
-  every test point, store the *compiled points* (plain JSON, ``db.compiled``). Returns the points to judge.
-- per test point: ``begin_point`` (skip a point that already has a verdict: a redelivered task;
-  ``claim_attempt`` and commit; past ``max_attempts`` the point ends as ``IE``; else hand back its
-  compiled point), ``pipeline.judge`` (anywhere: this process, a pool process, a worker), and
-  ``finish_point`` (``record_result`` and commit, then ``finalize_submission`` in a new transaction, with
-  the judger's ``task_score``, so the last point to finish stores the totals).
+  every test point, store the *compiled points* (plain JSON, ``db.compiled``). A compile that failed
+  because of the judge itself (the sandboxed child died loading our own code) is tried again, then IE.
+- per test point: ``begin_point`` (skip a point that already has a verdict of the current generation, or
+  that another worker is judging with a live heartbeat; ``claim_attempt`` and commit; past
+  ``max_attempts`` the point ends as ``IE``; else hand back its compiled point), ``pipeline.judge``
+  (anywhere, with a heartbeat thread) and ``finish_point`` (``record_result`` and commit, then
+  ``finalize_submission`` in a new transaction, so the last point to finish stores the totals).
 
-Every step takes ids and re-reads rows, and every write is idempotent, so a task may run twice.
-Nothing is enqueued before the transaction that created its rows has committed.
+Every step takes ids and re-reads rows, and every write is idempotent, so a task may run twice. Database
+and broker errors inside a task are retried with backoff (``grader.transient``): an outage costs no
+attempt; only a claim (a worker that actually starts judging) does.
 """
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
 import socket
 import threading
@@ -29,20 +36,24 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import db
+from db.base import utcnow
 from db.migrate import upgrade
 from judger.scoring import mxm_utilisation, task_score
 from judger.tasks import POINTS_PER_TASK, TASKS, WEIGHTS, get_point, get_task
 from judger.verdicts import PointResult, Verdict
 
 from . import pipeline, storage
+from .broker import COMPILE_TASK, JUDGE_TASK, Broker, BrokerUnavailable  # noqa: F401 (task names re-exported)
 from .config import Settings, load_settings
+from .errors import ServiceUnavailable  # noqa: F401 (re-exported: what accept and rejudge raise)
+from .heartbeat import CompileLease, Heartbeat
 from .pipeline import ALL_POINTS, Rejected
+from .transient import is_transient, retry_transient, unavailable
 
-COMPILE_TASK = "kdt.compile_submission"
-JUDGE_TASK = "kdt.judge_point"
-
+log = logging.getLogger(__name__)
 _MIGRATED: set[str] = set()
 _MIGRATE_LOCK = threading.Lock()
+JUDGE_FAULT_RETRIES = 2   # a compile that failed because of the judge is tried this many more times
 
 
 def worker_name() -> str:
@@ -50,14 +61,29 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def worker_gone(worker: str | None) -> bool:
+    """Whether ``worker`` (``host:pid`` or Celery's ``name@host:pid``) names a process of this host that
+    no longer exists (a killed pool process, an interrupted embedded ``submit``)."""
+    host, _, pid = (worker or "").rpartition(":")
+    if host.rpartition("@")[2] != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists (another user's process)
+        return False
+    return False
+
+
 class Service:
     """One process's handle on the service: settings, a lazily created database engine, and (broker
-    mode) a Celery app to send tasks with. Create it after forking; ``close()`` releases both."""
+    mode) a ``grader.broker.Broker`` to send tasks with. Create it after forking; ``close()`` releases both."""
 
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or load_settings()
         self._factory = None
-        self._celery = None
+        self._broker: Broker | None = None
 
     # ---- resources ---------------------------------------------------------------------------------
 
@@ -70,6 +96,12 @@ class Service:
                 ensure_schema(url)
             self._factory = db.make_session_factory(url)
         return self._factory
+
+    @property
+    def broker(self) -> Broker:
+        if self._broker is None:
+            self._broker = Broker(self.settings)
+        return self._broker
 
     def _database_url(self) -> str:
         if self.settings.database_url is None:  # the default SQLite file lives in the data directory
@@ -84,9 +116,9 @@ class Service:
         if self._factory is not None:
             self._factory.kw["bind"].dispose()
             self._factory = None
-        if self._celery is not None:
-            self._celery.close()
-            self._celery = None
+        if self._broker is not None:
+            self._broker.close()
+            self._broker = None
 
     def forget_connections(self) -> None:
         """After a fork: drop the inherited pool without closing the parent's connections."""
@@ -99,31 +131,58 @@ class Service:
     def __exit__(self, *exc):
         self.close()
 
+    def retry(self, fn: Callable, what: str):
+        """``fn()`` with transient database/broker errors retried (``KDT_GRADE_TRANSIENT_RETRY_SECONDS``)."""
+        return retry_transient(fn, self.settings.transient_retry_seconds, what)
+
+    def start_background(self, sweep: bool = True):
+        """Start this process's background loops (``grader.sweeper.Background``: the outbox dispatcher
+        and the automatic sweeper); returns it, call ``.stop()`` at shutdown. Workers and the server
+        call this once at start."""
+        from .sweeper import Background
+
+        return Background(self, sweep=sweep).start()
+
     # ---- intake --------------------------------------------------------------------------------------
 
     def accept(self, data: bytes, file_name: str, user: str,
                admit: Callable[[object, int], None] | None = None) -> int:
-        """Check, store and record a submission; return its id. Nothing is graded or enqueued yet.
+        """Check, store and record a submission; return its id. In broker mode the outbox row
+        "compile N" is written in the same transaction; ``enqueue`` (or the dispatcher) sends it.
 
         ``admit(session, user_id)``, if given, runs in the intake's transaction before the row is created
         (the contest server passes ``grader.contest.admit``: window and limits); what it raises propagates
-        and no row is created (the content-addressed file may stay: the server checks the rules once
-        before calling this, so only a race between two requests of one user leaves one).
+        and nothing is stored.
 
         Raises ``pipeline.Rejected`` (nothing stored: no file, no row) for a file that fails the intake
-        checks, a bad file name or a bad user name."""
+        checks, a bad file name or a bad user name; ``ServiceUnavailable`` (nothing stored either) when
+        the database cannot be reached."""
         text = pipeline.check_source(data, self.settings.submission_max_bytes)
         name = Path(file_name).name
         if not name or len(name) > 255:
             raise Rejected(f"the file name must have 1..255 characters, got {name!r}")
         if not user or len(user) > 100:
             raise Rejected(f"the user name must have 1..100 characters, got {user!r}")
-        sha, _path = storage.store(self.settings.data_dir, data)
-        with self.session() as session:
-            user_id = db.get_or_create_user(session, user)["id"]
-            if admit is not None:
-                admit(session, user_id)
-            row = db.create_submission(session, user_id, name, sha, text)
+        sha = storage.sha256_of(data)
+        created_file = None
+        try:
+            with self.session() as session:
+                user_id = db.get_or_create_user(session, user)["id"]
+                if admit is not None:
+                    admit(session, user_id)
+                row = db.create_submission(session, user_id, name, sha, text)
+                if not self.settings.embedded:
+                    db.add_outbox(session, "compile", row["id"])
+                existed = storage.path_for(self.settings.data_dir, sha).exists()
+                storage.store(self.settings.data_dir, data)
+                created_file = None if existed else storage.path_for(self.settings.data_dir, sha)
+                session.flush()
+        except Exception as exc:
+            if created_file is not None:  # the row is not there: neither may its file be
+                created_file.unlink(missing_ok=True)
+            if is_transient(exc):
+                raise unavailable(exc, "the database is unreachable") from exc
+            raise
         return int(row["id"])
 
     def submit(self, data: bytes, file_name: str, user: str, on_result=None) -> int:
@@ -132,20 +191,41 @@ class Service:
         self.enqueue(submission_id, on_result=on_result)
         return submission_id
 
-    def enqueue(self, submission_id: int, on_result: Callable[[PointResult], None] | None = None) -> None:
-        """Start grading a committed submission: in this process (embedded) or on the workers."""
+    def enqueue(self, submission_id: int, on_result: Callable[[PointResult], None] | None = None) -> bool:
+        """Start grading a committed submission: in this process (embedded; returns True) or by sending
+        its outbox row (written now if missing). Returns False when the broker is down: the row stays
+        and the dispatcher of any worker or server sends it once the broker is back."""
         if self.settings.embedded:
             self.grade_embedded(submission_id, on_result=on_result)
-        else:
-            self.send(COMPILE_TASK, submission_id)
+            return True
+        with self.session() as session:
+            key = db.add_outbox(session, "compile", submission_id)
+        self.dispatch([key])
+        with self.session() as session:  # gone: sent, here or by another process's dispatcher
+            return not db.list_outbox(session, [key])
 
-    def send(self, task_name: str, *args) -> None:
-        """Send a Celery task by name (broker mode)."""
-        if self._celery is None:
-            from worker.app import make_app  # only the broker mode needs Celery
-
-            self._celery = make_app(self.settings)
-        self._celery.send_task(task_name, args=list(args))
+    def dispatch(self, keys: Iterable[str] | None = None, min_age: float = 0.0) -> int:
+        """Send outbox rows (``keys``, or all of them at least ``min_age`` seconds old) and delete each one
+        the broker took; returns how many were sent. Stops at the first broker error (counted on the
+        rows; they stay for the next try)."""
+        with self.session() as session:
+            rows = db.list_outbox(session, keys)
+        if min_age:
+            cutoff = utcnow() - timedelta(seconds=min_age)
+            rows = [r for r in rows if r["created"] <= cutoff]
+        sent = 0
+        for row in rows:
+            try:
+                self.broker.send(row["kind"], row["submission_id"], row["task"], row["point"])
+            except BrokerUnavailable as exc:
+                log.warning("outbox: %s; %d message(s) wait in the database", exc, len(rows) - sent)
+                with self.session() as session:
+                    db.note_outbox_failure(session, [r["id"] for r in rows[sent:]], str(exc))
+                return sent
+            with self.session() as session:
+                db.delete_outbox(session, row["id"])
+            sent += 1
+        return sent
 
     # ---- the grading steps (shared by the embedded mode and the workers) -------------------------------
 
@@ -161,17 +241,47 @@ class Service:
             raise storage.CorruptFile(f"submission {submission_id}: the stored source does not match its sha256")
         return data
 
-    def compile(self, submission_id: int, points: Iterable[tuple[int, int]] = ALL_POINTS) -> list:
+    def compile(self, submission_id: int, points: Iterable[tuple[int, int]] = ALL_POINTS,
+                queue: bool = False) -> list:
         """Audit and compile ``points`` of a submission once and store the compiled points; return the
-        points. A source that fails its hash check compiles to ``IE`` on every point."""
+        points. With ``queue`` (the workers' compile task) the outbox rows "judge N t.p" are written in
+        the same transaction and sent. A source that fails its hash check compiles to ``IE`` on every
+        point (``LookupError`` for a submission that does not exist). A compile that failed because of
+        the judge (``pipeline.judge_fault``) is tried again ``JUDGE_FAULT_RETRIES`` times before its ``IE``
+        is stored. Database errors are retried. While it compiles it holds the lease "compile N"; with
+        ``queue``, a duplicate compile task (the lease is held elsewhere, or every point is compiled
+        already) does nothing and returns []."""
         points = list(points)
-        try:
-            compiled = pipeline.prepare(self.source(submission_id), points, self.settings)
-        except storage.CorruptFile as exc:
-            compiled = {p: {"verdict": "IE", "message": f"internal error of the judge: {exc}", "compile_s": 0.0}
-                        for p in points}
+        with CompileLease(self, submission_id, worker_name()) as held:
+            if queue and (not held or self._all_compiled(submission_id, points)):
+                log.info("submission %s is compiled or being compiled elsewhere: nothing to do", submission_id)
+                return []
+            return self._compile(submission_id, points, queue)
+
+    def _all_compiled(self, submission_id: int, points: list) -> bool:
         with self.session() as session:
-            db.store_compiled(session, submission_id, compiled)
+            return set(points) <= db.compiled_points(session, submission_id)
+
+    def _compile(self, submission_id: int, points: list, queue: bool) -> list:
+        try:
+            source = self.retry(lambda: self.source(submission_id), f"loading submission {submission_id}")
+        except storage.CorruptFile as exc:
+            source, compiled = None, {p: _ie(str(exc)) for p in points}
+        for attempt in range(JUDGE_FAULT_RETRIES + 1 if source is not None else 0):
+            compiled = pipeline.prepare(source, points, self.settings)
+            if not pipeline.judge_fault(compiled) or attempt == JUDGE_FAULT_RETRIES:
+                break
+            log.warning("submission %s: the compile failed because of the judge; trying again", submission_id)
+            time.sleep(1.0 + attempt)
+
+        def store():
+            with self.session() as session:
+                db.store_compiled(session, submission_id, compiled)
+                return [db.add_outbox(session, "judge", submission_id, t, p) for t, p in points] if queue else []
+
+        keys = self.retry(store, f"storing the compiled points of submission {submission_id}")
+        if keys:
+            self.dispatch(keys)
         return points
 
     def compiled_point(self, submission_id: int, task: int, point: int) -> dict:
@@ -184,32 +294,76 @@ class Service:
                 compiled = db.get_compiled(session, submission_id, task, point)
         return compiled
 
-    def begin_point(self, submission_id: int, task: int, point: int, worker: str):
-        """Claim a test point. Returns None if it already has a verdict (a duplicate delivery: nothing to
-        do), a final ``PointResult`` (``IE``) if its graders died ``max_attempts`` times, else the
-        compiled point to judge."""
+    def _claim(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False):
+        """One transaction: ``("done", None)`` (a verdict of the current generation exists),
+        ``("elsewhere", None)`` (another worker judges it with a live heartbeat), else
+        ``("claimed", (attempts, generation))``."""
         with self.session() as session:
+            sub = db.get_submission(session, submission_id)
+            if sub is None:
+                raise LookupError(f"no submission with id {submission_id}")
+            generation = sub["generation"]
             row = db.get_result(session, submission_id, task, point)
-        if row is not None and row["finished_at"] is not None:
-            self.finalize(submission_id)  # in case the previous delivery died between record and finalize
-            return None
-        with self.session() as session:
-            attempts = db.claim_attempt(session, submission_id, task, point, worker)
+            if row is not None and row["generation"] == generation:
+                if row["finished_at"] is not None:
+                    return "done", None
+                if row["worker"] != worker and not take_over and self._alive(row):
+                    return "elsewhere", None
+            return "claimed", (db.claim_attempt(session, submission_id, task, point, worker,
+                                                generation=generation), generation)
+
+    def _alive(self, row: dict) -> bool:
+        """Whether the worker of an unfinished row still judges it: not a process of this host that is
+        gone (``worker_gone``), and its heartbeat is fresh."""
+        if worker_gone(row["worker"]):
+            return False
+        seen = row["heartbeat_at"] or row["started_at"]
+        return seen is not None and utcnow() - seen < timedelta(seconds=self.settings.heartbeat_stale_seconds)
+
+    def begin_point(self, submission_id: int, task: int, point: int, worker: str):
+        """Claim a test point. Returns None if there is nothing to do (it already has a verdict of the
+        current generation, or another worker is judging it), a final ``PointResult`` (``IE``) if its
+        graders died ``max_attempts`` times, else the compiled point to judge."""
+        return self._begin_point(submission_id, task, point, worker)[0]
+
+    def _begin_point(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False):
+        """``begin_point``'s outcome and the generation the claim belongs to (``take_over``: claim even a
+        point with a live heartbeat; the sweeper decided it is stuck)."""
+        outcome, claim = self.retry(lambda: self._claim(submission_id, task, point, worker, take_over),
+                                    f"claiming test point {task}.{point} of submission {submission_id}")
+        if outcome == "done":
+            self.retry(lambda: self.finalize(submission_id), "storing totals")  # a lost finalize, if any
+            return None, None
+        if outcome == "elsewhere":
+            return None, None
+        attempts, generation = claim
         if attempts > self.settings.max_attempts:
             died = attempts - 1
             return PointResult(task, point, Verdict.IE, None, 0.0,
                                f"internal error of the judge: the grading process died {died} times on this "
-                               "test point (not necessarily your fault; an organiser will look at it)")
-        return self.compiled_point(submission_id, task, point)
+                               "test point (not necessarily your fault; an organiser will look at it)"), generation
+        compiled = self.retry(lambda: self.compiled_point(submission_id, task, point),
+                              f"loading compiled point {task}.{point} of submission {submission_id}")
+        return compiled, generation
 
-    def finish_point(self, submission_id: int, result: PointResult, worker: str) -> dict | None:
-        """Record a test point's result (idempotent), then try the totals in a new transaction."""
-        timings = result.timings
-        with self.session() as session:
-            db.record_result(session, submission_id, result.task, result.point, result.verdict.value,
-                             result.cycles, result.score, result.message, worker,
-                             wall_seconds=max(0.0, timings["total_s"] - timings["compile_s"]))
-        return self.finalize(submission_id)
+    def finish_point(self, submission_id: int, result: PointResult, worker: str,
+                     generation: int | None = None) -> dict | None:
+        """Record a test point's result (idempotent), then try the totals in a new transaction; both are
+        retried while the database is away."""
+        timings = result.timings or {}
+        if generation is None:
+            with self.session() as session:
+                generation = db.get_submission(session, submission_id)["generation"]
+
+        def record():
+            with self.session() as session:
+                db.record_result(session, submission_id, result.task, result.point, result.verdict.value,
+                                 result.cycles, result.score, result.message, worker,
+                                 wall_seconds=max(0.0, timings.get("total_s", 0.0) - timings.get("compile_s", 0.0)),
+                                 generation=generation)
+
+        self.retry(record, f"recording test point {result.task}.{result.point} of submission {submission_id}")
+        return self.retry(lambda: self.finalize(submission_id), f"storing the totals of submission {submission_id}")
 
     def finalize(self, submission_id: int) -> dict | None:
         """Store the totals if every point has finished (``db.finalize_submission`` with the judger's
@@ -218,22 +372,28 @@ class Service:
             return db.finalize_submission(session, submission_id, WEIGHTS, POINTS_PER_TASK, task_score=task_score)
 
     def judge_point(self, submission_id: int, task: int, point: int, worker: str | None = None):
-        """The whole life of one test point in this process (the worker's ``judge`` task): begin, judge,
-        finish. Returns the ``PointResult``, or None for a duplicate delivery."""
+        """The whole life of one test point in this process (the worker's ``judge`` task): begin, judge
+        (with a heartbeat), finish. Returns the ``PointResult``, or None when there was nothing to do."""
         worker = worker or worker_name()
-        begun = self.begin_point(submission_id, task, point, worker)
+        begun, generation = self._begin_point(submission_id, task, point, worker)
         if begun is None:
             return None
-        result = begun if isinstance(begun, PointResult) else pipeline.judge(task, point, begun, self.settings)
-        self.finish_point(submission_id, result, worker)
+        if isinstance(begun, PointResult):
+            result = begun
+        else:
+            with Heartbeat(self, submission_id, [(task, point)], worker):
+                result = pipeline.judge(task, point, begun, self.settings)
+        self.finish_point(submission_id, result, worker, generation)
         return result
 
     def grade_embedded(self, submission_id: int, points: Iterable[tuple[int, int]] | None = None,
                        pool: concurrent.futures.Executor | None = None,
-                       on_result: Callable[[PointResult], None] | None = None) -> dict | None:
+                       on_result: Callable[[PointResult], None] | None = None,
+                       take_over: bool = False) -> dict | None:
         """Grade a submission in this process: compile once, judge the points in ``pool`` (default: a new
         ``pipeline.grading_pool``), record each result as it comes. ``points`` defaults to those without a
-        verdict. A point whose pool process died is tried again, alone, in a fresh process, until
+        verdict; ``take_over`` claims them even while another process's heartbeat is fresh (the sweeper).
+        A point whose pool process died is tried again, alone, in a fresh process, until
         ``max_attempts``. Returns the stored totals (None if incomplete)."""
         todo = sorted(points) if points is not None else self.unfinished_points(submission_id)
         with self.session() as session:
@@ -244,7 +404,7 @@ class Service:
         worker = worker_name()
         own_pool = pipeline.grading_pool(self.settings) if pool is None else None
         try:
-            died = self._judge_batch(submission_id, todo, pool or own_pool, worker, on_result)
+            died = self._judge_batch(submission_id, todo, pool or own_pool, worker, on_result, take_over)
         finally:
             if own_pool is not None:
                 own_pool.shutdown(cancel_futures=True)
@@ -256,88 +416,109 @@ class Service:
             died = again
         return self.finalize(submission_id)
 
-    def _judge_batch(self, submission_id, points, pool, worker, on_result) -> list:
-        """Claim and judge ``points`` in ``pool``; return the points whose pool process died."""
-        futures, died = {}, []
-        for task, point in points:
-            begun = self.begin_point(submission_id, task, point, worker)
-            if begun is None:
-                continue
-            if isinstance(begun, PointResult):
-                self.finish_point(submission_id, begun, worker)
+    def _judge_batch(self, submission_id, points, pool, worker, on_result, take_over=False) -> list:
+        """Claim and judge ``points`` in ``pool`` (their heartbeats beat meanwhile); return the points
+        whose pool process died."""
+        futures, died, beating = {}, [], []
+        with Heartbeat(self, submission_id, beating, worker):
+            for task, point in points:
+                begun, generation = self._begin_point(submission_id, task, point, worker, take_over)
+                if begun is None:
+                    continue
+                if isinstance(begun, PointResult):
+                    self.finish_point(submission_id, begun, worker, generation)
+                    if on_result:
+                        on_result(begun)
+                    continue
+                beating.append((task, point))
+                try:
+                    future = pool.submit(pipeline.judge, task, point, begun, self.settings)
+                except concurrent.futures.BrokenExecutor:
+                    died.append((task, point))
+                    continue
+                futures[future] = (task, point, generation)
+            for future in concurrent.futures.as_completed(futures):
+                task, point, generation = futures[future]
+                try:
+                    result = future.result()
+                except Exception:  # the pool process died (killed, out of memory): try the point again
+                    died.append((task, point))
+                    continue
+                self.finish_point(submission_id, result, worker, generation)
                 if on_result:
-                    on_result(begun)
-                continue
-            try:
-                futures[pool.submit(pipeline.judge, task, point, begun, self.settings)] = (task, point)
-            except concurrent.futures.BrokenExecutor:
-                died.append((task, point))
-        for future in concurrent.futures.as_completed(futures):
-            try:
-                result = future.result()
-            except Exception:  # the pool process died (killed, out of memory): try the point again
-                died.append(futures[future])
-                continue
-            self.finish_point(submission_id, result, worker)
-            if on_result:
-                on_result(result)
+                    on_result(result)
         return sorted(died)
 
     def unfinished_points(self, submission_id: int) -> list:
-        """The test points of a submission that have no verdict yet."""
+        """The test points of a submission that have no verdict of its current generation yet."""
         with self.session() as session:
+            generation = db.get_submission(session, submission_id)["generation"]
             done = {(r["task"], r["point"]) for r in db.list_results(session, submission_id)
-                    if r["finished_at"] is not None}
+                    if r["finished_at"] is not None and r["generation"] == generation}
         return [p for p in ALL_POINTS if p not in done]
 
     # ---- admin operations ----------------------------------------------------------------------------
 
     def rejudge(self, ids: Iterable[int] = (), user: str | None = None, everything: bool = False,
                 on_result=None, enqueue: Callable[[int], None] | None = None) -> list[int]:
-        """Reset the chosen submissions (results, compiled points and scores) and enqueue them again;
-        returns their ids. ``ids``, ``user`` and ``everything`` combine (union). ``LookupError`` for an
-        unknown id (nothing is reset then). ``enqueue(id)`` replaces ``self.enqueue`` (the server grades
-        in the background)."""
-        with self.session() as session:
-            chosen = set(ids)
-            if user is not None:
-                chosen.update(db.submission_ids(session, user))
-            if everything:
-                chosen.update(db.submission_ids(session))
+        """Grade the chosen submissions again from scratch; returns their ids. ``ids``, ``user`` and
+        ``everything`` combine (union). One transaction starts a new generation of each (``db.start_rejudge``:
+        the old results and totals stay visible until the new ones land) and, in broker mode, writes
+        their outbox rows "compile N", which are then sent (or wait for the broker). ``LookupError`` for
+        an unknown id (nothing changes then); ``ServiceUnavailable`` when the database is unreachable.
+        Embedded mode: ``enqueue(id)``, if given, grades in the background (the server) instead of here."""
+        try:
+            with self.session() as session:
+                chosen = set(ids)
+                if user is not None:
+                    chosen.update(db.submission_ids(session, user))
+                if everything:
+                    chosen.update(db.submission_ids(session))
+                keys = []
+                for submission_id in sorted(chosen):
+                    db.start_rejudge(session, submission_id)
+                    if not self.settings.embedded:
+                        keys.append(db.add_outbox(session, "compile", submission_id))
+        except LookupError:
+            raise
+        except Exception as exc:
+            if is_transient(exc):
+                raise unavailable(exc, "the database is unreachable") from exc
+            raise
+        if self.settings.embedded:
             for submission_id in sorted(chosen):
-                db.reset_submission(session, submission_id)
-        for submission_id in sorted(chosen):  # after the commit
-            if enqueue is not None:
-                enqueue(submission_id)
-            else:
-                self.enqueue(submission_id, on_result=on_result)
+                if enqueue is not None:
+                    enqueue(submission_id)
+                else:
+                    self.grade_embedded(submission_id, on_result=on_result)
+        else:
+            self.dispatch(keys)
         return sorted(chosen)
 
     def sweep(self, older_than: float | None = None) -> list[dict]:
-        """Enqueue again the test points that are missing or stuck (``db.pending_points``) for longer than
-        ``older_than`` seconds (default ``stuck_after_seconds``): a submission without compiled points gets
-        its compile task again, the others a judge task per pending point (embedded: graded now).
-        Returns the pending points with an ``"action"``: ``"compile"`` or ``"judge"``."""
-        age = timedelta(seconds=self.settings.stuck_after_seconds if older_than is None else older_than)
-        with self.session() as session:
-            pending = db.pending_points(session, age, POINTS_PER_TASK)
-            compiled = {sid: db.compiled_points(session, sid) for sid in {p["submission_id"] for p in pending}}
-        by_submission: dict[int, list] = {}
-        for p in pending:
-            by_submission.setdefault(p["submission_id"], []).append(p)
-        for submission_id, points in sorted(by_submission.items()):
-            keys = [(p["task"], p["point"]) for p in points]
-            action = "judge" if set(keys) <= compiled[submission_id] else "compile"
-            for p in points:
-                p["action"] = action
-            if self.settings.embedded:
-                self.grade_embedded(submission_id, keys)
-            elif action == "compile":
-                self.send(COMPILE_TASK, submission_id)  # compiles, then sends every point; done ones skip
-            else:
-                for task, point in keys:
-                    self.send(JUDGE_TASK, submission_id, task, point)
-        return [_plain(p) for p in pending]
+        """One manual sweep (``admin sweep``, see ``grader.sweeper.Sweeper.run``) with ``older_than``
+        (default ``stuck_after_seconds``) as the age a point may be unclaimed or silent; returns the
+        re-queued test points, each with ``"reason"`` and ``"action"`` (``compile`` or ``judge``)."""
+        return self.sweep_report(older_than)["points"]
+
+    def resume_interrupted(self) -> list[int]:
+        """Embedded mode: grade what an interrupted run left (points claimed by a process of this host
+        that is gone at once; a submission nobody claimed after ``compile_wall_seconds`` +
+        ``heartbeat_stale_seconds``). Returns the submissions it graded (none in broker mode)."""
+        from .sweeper import Sweeper
+
+        if not self.settings.embedded:
+            return []
+        age = self.settings.compile_wall_seconds + self.settings.heartbeat_stale_seconds
+        report = Sweeper(self).run(age, manual=True)
+        return sorted({p["submission_id"] for p in report["points"]} | set(report["totals"]))
+
+    def sweep_report(self, older_than: float | None = None) -> dict:
+        """``grader.sweeper.Sweeper(self).run(...)``: everything one manual sweep did."""
+        from .sweeper import Sweeper
+
+        age = self.settings.stuck_after_seconds if older_than is None else older_than
+        return Sweeper(self).run(age, manual=True)
 
     # ---- queries -------------------------------------------------------------------------------------
 
@@ -351,13 +532,16 @@ class Service:
             user = db.get_user(session, sub["user_id"])
             state = db.submission_status(session, submission_id)
             rows = {(r["task"], r["point"]): r for r in db.list_results(session, submission_id)}
-        points = [_point_entry(task, point, rows.get((task, point))) for task, point in ALL_POINTS]
+        current = {k: r for k, r in rows.items() if r["generation"] == sub["generation"]}
+        points = [_point_entry(task, point, current.get((task, point))) for task, point in ALL_POINTS]
         return {
             "id": sub["id"], "user": user["name"], "file_name": sub["file_name"], "sha256": sub["sha256"],
             "created": sub["created"].isoformat(), "status": state.value, "points": points,
             "tasks": {task_id: {"name": t.name, "weight": t.weight, "score": sub[f"task{task_id}"]}
                       for task_id, t in TASKS.items()},
             "total": sub["total"],
+            # True while a rejudge is under way: ``tasks`` and ``total`` are still the previous grading's.
+            "rejudging": sub["generation"] > 0 and state.value in ("queued", "running") and sub["total"] is not None,
         }
 
     def submission_source(self, submission_id: int) -> str:
@@ -427,6 +611,10 @@ def _point_entry(task: int, point: int, row: dict | None) -> dict:
         "started_at": _iso(row.get("started_at")), "finished_at": _iso(row.get("finished_at")),
         "wall_seconds": row.get("wall_seconds"),
     }
+
+
+def _ie(reason: str) -> dict:
+    return {"verdict": "IE", "message": f"internal error of the judge: {reason}", "compile_s": 0.0}
 
 
 def _iso(value):

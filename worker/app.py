@@ -1,56 +1,25 @@
-"""The Celery app of the grading workers (issue 4, "worker/"), configured from ``grader.config.Settings``.
+"""The Celery app of the grading workers (issue 4, "worker/"), configured by ``grader.broker.make_app``.
 
-Start workers with ``kdt-grade worker`` (or ``celery -A worker.app worker``). Results live in SQL (``db``),
-so there is no result backend. The settings suit long, CPU-bound tasks that must never be lost:
+Start workers with ``kdt-grade worker`` (or ``celery -A worker.app worker``); the reliability settings are
+described in ``grader.broker``. ``worker`` imports ``grader``, never the reverse.
 
-- ``task_acks_late``: a task is acknowledged when it has finished, not when it is received, and
-  ``task_reject_on_worker_lost`` puts it back on the queue when its pool process dies (SIGKILL, OOM).
-  The database counts the attempts; a test point whose graders died ``KDT_GRADE_MAX_ATTEMPTS`` times
-  ends as ``IE`` (``grader.service.Service.begin_point``).
-- ``worker_prefetch_multiplier = 1``: a pool process reserves one task at a time, so a long test point
-  does not hold others back that an idle worker could take.
-- Redis ``visibility_timeout`` above the longest task (``task_time_limit``): a task whose whole worker
-  vanished is delivered again after it; ``kdt-grade admin sweep`` re-queues such points sooner.
-- JSON only (tasks carry ids, never objects), one queue ``kdt-grade``.
-
-Each pool process gets the grading memory limit (``pipeline.limit_memory``: running out is ``MLE``, not
-the OOM killer) and drops database connections inherited from the parent.
+- Each pool process gets the grading memory limit (``pipeline.limit_memory``: running out is ``MLE``, not
+  the OOM killer) and drops database connections inherited from the parent.
+- The main process runs the background loops (``grader.sweeper.Background``: the outbox dispatcher and
+  the sweeper, one sweeper at a time across all workers and servers via a database lock) from
+  ``worker_ready`` until shutdown.
 """
-from celery import Celery
-from celery.signals import worker_process_init
+import logging
 
-from grader.config import Settings, load_settings
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
-QUEUE = "kdt-grade"
-TASK_TIME_LIMIT = 1800        # seconds; a test point takes at most 3 launches x 20 s plus the compile
-VISIBILITY_TIMEOUT = 2 * TASK_TIME_LIMIT
+from grader.broker import QUEUE, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, make_app  # noqa: F401 (re-exported)
+from grader.config import load_settings
 
-
-def make_app(settings: Settings) -> Celery:
-    """A Celery app for ``settings.broker_url`` with the reliability settings of the module docstring."""
-    app = Celery("kdt_grade", broker=settings.broker_url or "memory://", include=["worker.tasks"])
-    app.conf.update(
-        task_serializer="json",
-        accept_content=["json"],
-        result_serializer="json",
-        result_backend=None,
-        task_ignore_result=True,
-        task_acks_late=True,
-        task_reject_on_worker_lost=True,
-        task_track_started=True,
-        worker_prefetch_multiplier=1,
-        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT},
-        task_time_limit=TASK_TIME_LIMIT,
-        task_default_queue=QUEUE,
-        broker_connection_retry_on_startup=True,
-        worker_max_tasks_per_child=200,
-        worker_hijack_root_logger=False,
-    )
-    return app
-
-
+log = logging.getLogger(__name__)
 settings = load_settings()
-app = make_app(settings)
+app = make_app(settings, include=("worker.tasks",))
+_background = {}
 
 
 @worker_process_init.connect
@@ -58,5 +27,28 @@ def _init_pool_process(**_kwargs) -> None:
     from grader.pipeline import limit_memory
     from worker import tasks
 
+    inherited = _background.pop("service", None)
+    if inherited is not None:  # the parent's loops and connections are the parent's
+        inherited.forget_connections()
+    _background.clear()
     limit_memory(settings.grade_memory_mb)
     tasks.reset_service()
+
+
+@worker_ready.connect
+def _start_background(**_kwargs) -> None:
+    from grader.service import Service
+
+    service = Service(settings)
+    _background["service"] = service
+    _background["loops"] = service.start_background()
+
+
+@worker_shutdown.connect
+def _stop_background(**_kwargs) -> None:
+    loops = _background.pop("loops", None)
+    if loops is not None:
+        loops.stop()
+    service = _background.pop("service", None)
+    if service is not None:
+        service.close()

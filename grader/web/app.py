@@ -3,7 +3,7 @@
 ``app.state`` carries ``settings``, ``service`` (one ``grader.service.Service`` for the process; its engine
 is thread-safe and every call opens its own transaction) and ``dispatcher`` (``grading.Dispatcher``).
 The lifespan creates or upgrades the schema (embedded mode, as ``submit`` does), starts the dispatcher
-and closes both at shutdown. Routers, one per audience: ``api_contestant``, ``api_public``, ``api_admin``
+(and in broker mode the outbox dispatcher and sweeper loops) and closes them at shutdown. Routers, one per audience: ``api_contestant``, ``api_public``, ``api_admin``
 (pages add their own). The OpenAPI document is at ``/api/v1/openapi.json``, the docs at ``/api/v1/docs``.
 """
 from __future__ import annotations
@@ -33,9 +33,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI):
         service.factory  # noqa: B018  (creates the engine, and in embedded mode the schema, before requests)
         dispatcher.start()
+        # Broker mode: the outbox dispatcher and the automatic sweeper (grader.sweeper). Embedded mode:
+        # the dispatcher above is the only grader; it queues again at start what a previous process left,
+        # and a sweeper grading beside it would take submissions still waiting in its queue.
+        loops = service.start_background(sweep=True) if not settings.embedded else None
         try:
             yield
         finally:
+            if loops is not None:
+                loops.stop()
             dispatcher.close()
             service.close()
 

@@ -23,6 +23,13 @@ def log_config(level: str = "INFO") -> dict:
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve the app until interrupted (SIGINT/SIGTERM end it cleanly)."""
+    """Serve the app until interrupted (SIGINT/SIGTERM end it cleanly).
+
+    First the sandbox self-check (``grader.doctor.self_check``: a known-good kernel through the real
+    sandbox with the configured limits): the server refuses to start, with ``SelfCheckFailed``'s message,
+    rather than give every contestant a judge fault."""
+    from grader.doctor import self_check
+
+    self_check(settings)
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, log_config=log_config(log_level),
                 server_header=False, proxy_headers=False)

@@ -128,10 +128,10 @@ def test_malicious_ir_from_a_tampered_child_is_refused():
     for payload, problem in [(b"not json\n", "not JSON"), (b'{"task": 9, "point": 9, "ir": {}}\n', "unexpected"),
                              (json.dumps({"task": 1, "point": 0, "ir": {"format": "kdt-ir"}}).encode() + b"\n",
                               "wrong keys")]:
-        kernels, events, tampered = _parse_results(payload, {(1, 0)})
+        kernels, events, tampered, _ready = _parse_results(payload, {(1, 0)})
         assert problem in tampered
     # Valid JSON but far too much SPM: parsed, then refused at launch before any allocation.
-    kernels, _, tampered = _parse_results(json.dumps({"task": 1, "point": 0, "ir": huge}).encode(), {(1, 0)})
+    kernels, _, tampered, _ready = _parse_results(json.dumps({"task": 1, "point": 0, "ir": huge}).encode(), {(1, 0)})
     assert tampered == ""
     r = judge(1, 0, {"ir": kernels[(1, 0)].to_json()}, SETTINGS)
     assert r.verdict.value == "RE" and "SPM" in r.message

@@ -9,7 +9,7 @@ from db.migrate import downgrade, upgrade
 from db.models import metadata
 from db.session import make_engine
 
-TABLES = {"users", "submissions", "test_point_results", "compiled_points", "contest_settings"}
+TABLES = {"users", "submissions", "test_point_results", "compiled_points", "contest_settings", "outbox", "leases"}
 
 
 def _differences(url):

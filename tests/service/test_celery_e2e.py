@@ -4,8 +4,10 @@ import json
 import re
 
 import pytest
+from sqlalchemy import delete
 
 import db
+from db.outbox import OutboxRow
 from service_testlib import BASELINE, FAILING, FIXTURES, OPTIMIZED, point_outcomes, task_scores
 
 VADD_ONLY = FIXTURES.parents[1] / "judger" / "fixtures" / "vadd_only.py"
@@ -74,15 +76,19 @@ def test_examples_and_a_failing_file_are_graded_by_workers_exactly_as_local(
 
 def test_rejudge_sweep_and_ties_through_the_broker(sqlite_url, redis_url, make_deployment, workers,
                                                     local_results):
-    deployment = make_deployment(database_url=sqlite_url, broker_url=redis_url)
+    # The automatic sweeper waits 10 minutes here, so that the manual `admin sweep` is what recovers.
+    deployment = make_deployment(database_url=sqlite_url, broker_url=redis_url, heartbeat_stale_seconds=600)
     deployment.cli("admin", "init-db")
     workers.start(deployment, concurrency=2)
     local = local_results(VADD_ONLY)
 
     dave = _submit(deployment, VADD_ONLY, "dave")[0]
     erin = _submit(deployment, VADD_ONLY, "erin")[0]  # the same file later: an equal total, ranked second
-    # A submission whose compile task was lost (accepted, never enqueued): the sweeper queues it.
+    # A submission whose compile task was lost (accepted, its outbox row sent, the message lost by the
+    # broker): the sweeper queues it.
     lost = deployment.service.accept(FAILING.read_bytes(), "failing.py", "frank")
+    with deployment.service.session() as session:
+        assert session.execute(delete(OutboxRow).where(OutboxRow.submission_id == lost)).rowcount == 1
     for submission_id in (dave, erin):
         deployment.wait(submission_id)
     assert deployment.status(lost)["status"] == "queued"
@@ -97,10 +103,11 @@ def test_rejudge_sweep_and_ties_through_the_broker(sqlite_url, redis_url, make_d
 
     assert board() == [("dave", dave), ("erin", erin), ("frank", lost)]
 
-    # Rejudge one user's submissions: they leave the leaderboard until graded again, then keep their rank
-    # (ties go to the earlier submission, not to the earlier grading).
+    # Rejudge one user's submissions: they keep their old totals on the leaderboard until graded again,
+    # then keep their rank (ties go to the earlier submission, not to the earlier grading).
     out = deployment.cli("admin", "rejudge", "--user", "dave").stdout
     assert f"queued 1 submission(s): {dave}" in out
+    assert ("dave", dave) in board()
     deployment.wait(dave)
     assert_matches_local(deployment, dave, local)
     assert board() == [("dave", dave), ("erin", erin), ("frank", lost)]

@@ -66,3 +66,32 @@ def test_the_submit_command_refuses_clearly_and_stores_nothing(deployment, tmp_p
         assert proc.returncode == 2, proc.stderr
         assert "refused" in proc.stderr and reason in proc.stderr and "Nothing was stored" in proc.stderr
     assert _stored_files(deployment) == [] and _rows(deployment) == []
+
+
+def test_intake_with_the_database_down_is_unavailable_and_leaves_nothing(make_deployment, postgresql_url):
+    """A cut connection to PostgreSQL (our own proxy in front of it): one clear error, no file, no row."""
+    from sqlalchemy.engine import make_url
+
+    from grader.errors import ServiceUnavailable
+    from tests.faults import TCPProxy
+
+    direct = make_url(postgresql_url)
+    proxy = TCPProxy(direct.host, direct.port or 5432)
+    try:
+        proxied = direct.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        deployment = make_deployment(database_url=proxied, broker_url="redis://127.0.0.1:1/0")
+        deployment.service.init_db()
+        kept = deployment.service.accept(b"x = 1\n", "kept.py", "alice")
+        proxy.cut()
+        with pytest.raises(ServiceUnavailable, match=r"^the database is unreachable: .*nothing was stored"):
+            deployment.service.accept(b"x = 2\n", "kernel.py", "alice")
+        with pytest.raises(ServiceUnavailable, match="the database is unreachable"):
+            deployment.service.rejudge([kept])
+        proxy.restore()
+        assert [p.name for p in _stored_files(deployment)] == [f"{storage.sha256_of(b'x = 1' + bytes([10]))}.py"]
+        assert [r["submission_id"] for r in _rows(deployment)] == [kept]
+        with deployment.service.session() as session:
+            assert db.list_outbox(session)[0]["key"] == f"compile {kept}"
+            assert db.get_submission(session, kept)["generation"] == 0  # the failed rejudge changed nothing
+    finally:
+        proxy.close()

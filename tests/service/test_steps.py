@@ -1,6 +1,8 @@
 """The grading steps of grader.service without a broker: attempts, duplicate deliveries, a dying pool
 process in the embedded mode, a corrupted source. Compiled points are stored directly (no sandbox)."""
 import concurrent.futures
+import socket
+import subprocess
 
 import pytest
 from sqlalchemy import update
@@ -32,10 +34,17 @@ def _row(deployment, submission_id, task, point):
         return db.get_result(session, submission_id, task, point)
 
 
+def _dead_worker() -> str:
+    """The worker name of a process of this host that has exited (its claims are free to take over)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return f"{socket.gethostname()}:{proc.pid}"
+
+
 def test_a_point_whose_grader_died_max_attempts_times_ends_as_ie(deployment, submission_id):
     service = deployment.service
     for _ in range(3):  # three deliveries claimed the point and died
-        assert service.begin_point(submission_id, 1, 0, "host:1") == CE
+        assert service.begin_point(submission_id, 1, 0, _dead_worker()) == CE
     result = service.judge_point(submission_id, 1, 0, worker="host:2")
     assert result.verdict is Verdict.IE and "died 3 times" in result.message
     row = _row(deployment, submission_id, 1, 0)

@@ -1,6 +1,6 @@
 """The Celery app's reliability settings (worker/app.py) and the task wiring."""
 from grader.config import load_settings
-from grader.service import COMPILE_TASK, JUDGE_TASK
+from grader.broker import COMPILE_TASK, JUDGE_TASK
 from worker.app import QUEUE, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, make_app
 
 
