@@ -7,8 +7,9 @@ from db.base import Base
 from db.compiled import CompiledPoint
 from db.results import TestPointResult
 from db.submissions import Submission
+from db.traces import PointTrace
 from db.users import User
 
 metadata = Base.metadata
 
-__all__ = ["Base", "CompiledPoint", "Submission", "TestPointResult", "User", "metadata"]
+__all__ = ["Base", "CompiledPoint", "PointTrace", "Submission", "TestPointResult", "User", "metadata"]

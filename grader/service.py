@@ -194,13 +194,16 @@ class Service:
                                "test point (not necessarily your fault; an organiser will look at it)")
         return self.compiled_point(submission_id, task, point)
 
-    def finish_point(self, submission_id: int, result: PointResult, worker: str) -> dict | None:
-        """Record a test point's result (idempotent), then try the totals in a new transaction."""
+    def finish_point(self, submission_id: int, result: PointResult, worker: str,
+                     trace: bytes | None = None) -> dict | None:
+        """Record a test point's result and its trace (``pipeline.judge_traced``; None deletes an old one)
+        in one transaction (idempotent), then try the totals in a new transaction."""
         timings = result.timings
         with self.session() as session:
             db.record_result(session, submission_id, result.task, result.point, result.verdict.value,
                              result.cycles, result.score, result.message, worker,
                              wall_seconds=max(0.0, timings["total_s"] - timings["compile_s"]))
+            db.store_trace(session, submission_id, result.task, result.point, trace)
         return self.finalize(submission_id)
 
     def finalize(self, submission_id: int) -> dict | None:
@@ -216,8 +219,9 @@ class Service:
         begun = self.begin_point(submission_id, task, point, worker)
         if begun is None:
             return None
-        result = begun if isinstance(begun, PointResult) else pipeline.judge(task, point, begun, self.settings)
-        self.finish_point(submission_id, result, worker)
+        result, trace = (begun, None) if isinstance(begun, PointResult) else \
+            pipeline.judge_traced(task, point, begun, self.settings)
+        self.finish_point(submission_id, result, worker, trace)
         return result
 
     def grade_embedded(self, submission_id: int, points: Iterable[tuple[int, int]] | None = None,
@@ -261,16 +265,16 @@ class Service:
                     on_result(begun)
                 continue
             try:
-                futures[pool.submit(pipeline.judge, task, point, begun, self.settings)] = (task, point)
+                futures[pool.submit(pipeline.judge_traced, task, point, begun, self.settings)] = (task, point)
             except concurrent.futures.BrokenExecutor:
                 died.append((task, point))
         for future in concurrent.futures.as_completed(futures):
             try:
-                result = future.result()
+                result, trace = future.result()
             except Exception:  # the pool process died (killed, out of memory): try the point again
                 died.append(futures[future])
                 continue
-            self.finish_point(submission_id, result, worker)
+            self.finish_point(submission_id, result, worker, trace)
             if on_result:
                 on_result(result)
         return sorted(died)
