@@ -1,6 +1,6 @@
 """Resetting submissions for a rejudge: back to the state of a freshly accepted file.
 
-A reset deletes the submission's result rows, compiled points and traces and clears its stored scores, in the
+A reset deletes the submission's result rows and compiled points and clears its stored scores, in the
 caller's transaction; the caller commits and only then enqueues the submission again. Its status
 (derived, see `db.status`) reads `queued` afterwards, and it drops off the leaderboard until its new
 totals are stored, so the leaderboard follows the rejudge.
@@ -13,7 +13,6 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from db.compiled import delete_compiled
-from db.traces import delete_traces
 from db.results import TestPointResult
 from db.submissions import SCORE_COLUMNS, Submission
 from db.users import User
@@ -28,7 +27,7 @@ def submission_ids(session: Session, user_name: str | None = None) -> list[int]:
 
 
 def reset_submission(session: Session, submission_id: int) -> None:
-    """Delete a submission's results, compiled points and traces and clear its scores (the caller commits).
+    """Delete a submission's results and compiled points and clear its scores (the caller commits).
 
     Raises `LookupError` if the submission does not exist.
     """
@@ -41,4 +40,3 @@ def reset_submission(session: Session, submission_id: int) -> None:
         raise LookupError(f"no submission with id {submission_id}")
     session.execute(delete(TestPointResult).where(TestPointResult.submission_id == submission_id))
     delete_compiled(session, submission_id)
-    delete_traces(session, submission_id)

@@ -1,5 +1,5 @@
 """Traces are kept per graded point by the trusted judge step (grader.pipeline.judge_traced ->
-Service.finish_point -> db.traces), equal to a local profiled run, and go away with a rejudge's reset."""
+Service.finish_point -> db.traces), equal to a local profiled run, and replaced by each new result."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,12 +40,13 @@ def test_the_judge_stores_each_points_trace_and_a_rejudge_replaces_it(tmp_path):
         assert stored[(1, 1)]["jobs"] == 128 and traces.traced_jobs(stored[(1, 1)]) == [0, 1, 2, 3]
         assert [e[0] for e in traces.job_trace(stored[(1, 1)], 0)] == ["fill", "fill", "load", "load", "add", "store"]
 
-        with service.session() as session:
-            db.reset_submission(session, sid)
-            assert db.traced_points(session, sid) == set()
-        service.enqueue(sid)
+        with service.session() as session:  # a rejudge: the new result of each point brings its own trace
+            db.store_trace(session, sid, 1, 0, b"stale")
+            db.store_trace(session, sid, 2, 0, b"stale")
+        service.rejudge([sid])
         with service.session() as session:
             assert db.traced_points(session, sid) == {(1, 0), (1, 1)}
+            assert traces.decode(db.get_trace(session, sid, 1, 0)) == stored[(1, 0)]
     finally:
         service.close()
 
