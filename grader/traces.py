@@ -24,6 +24,7 @@ import json
 import types
 import zlib
 
+import db
 import kdt
 
 VERSION = 1
@@ -141,3 +142,19 @@ def _check(record) -> None:
             need(isinstance(e, list) and len(e) == 5 and isinstance(e[0], str) and type(e[1]) is int
                  and type(e[2]) is int and e[3] in UNITS and type(e[4]) is int, f"an entry of job {job}")
     need(isinstance(record.get("summary"), dict), "summary")
+
+
+# ---- the stored traces of a submission (db.traces) -------------------------------------------------
+
+def stored_points(service, submission_id: int) -> set[tuple[int, int]]:
+    """The (task, point) keys of a submission that have a stored trace."""
+    with service.session() as session:
+        return db.traced_points(session, submission_id)
+
+
+def stored_record(service, submission_id: int, task: int, point: int) -> dict | None:
+    """The decoded trace record of one graded point, or None if none is stored (``TraceFormatError`` for
+    a corrupt row)."""
+    with service.session() as session:
+        blob = db.get_trace(session, submission_id, task, point)
+    return None if blob is None else decode(blob)
