@@ -4,10 +4,11 @@ Ranking: higher `total` first; equal totals go to the earlier submission (`creat
 The same rule picks a user's best submission among their own. Only scored submissions (`total`
 not NULL) count.
 
-Public API: `leaderboard(session) -> list[dict]`, `all_submissions(session) -> list[dict]`.
+Public API: `leaderboard(session, created_before=None) -> list[dict]`, `all_submissions(session, user_id=None) -> list[dict]`.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -22,23 +23,24 @@ _SCORE_COLUMNS = (Submission.task1, Submission.task2, Submission.task3, Submissi
 _RANK_ORDER = (Submission.total.desc(), Submission.created.asc(), Submission.id.asc())
 
 
-def leaderboard(session: Session) -> list[dict[str, Any]]:
+def leaderboard(session: Session, created_before: datetime | None = None) -> list[dict[str, Any]]:
     """Return one row per user who has a scored submission, best first.
 
-    Output: dicts `{"rank", "user_id", "user_name", "submission_id", "created", "task1".."task4",
-    "total"}`; `rank` counts from 1 and follows the ranking (tied totals get distinct ranks, the
-    earlier submission first).
+    Output: dicts `{"rank", "user_id", "user_name", "display_name", "submission_id", "created",
+    "task1".."task4", "total"}`; `rank` counts from 1 and follows the ranking (tied totals get distinct
+    ranks, the earlier submission first). With `created_before` (an aware datetime: the scoreboard
+    freeze), only submissions created strictly before it count.
     """
     per_user_rank = func.row_number().over(partition_by=Submission.user_id, order_by=_RANK_ORDER)
-    ranked = (
-        select(Submission.id, per_user_rank.label("user_rank"))
-        .where(Submission.total.is_not(None))
-        .subquery()
-    )
+    counted = Submission.total.is_not(None)
+    if created_before is not None:
+        counted = counted & (Submission.created < created_before)
+    ranked = select(Submission.id, per_user_rank.label("user_rank")).where(counted).subquery()
     statement = (
         select(
             User.id.label("user_id"),
             User.name.label("user_name"),
+            User.display_name,
             Submission.id.label("submission_id"),
             Submission.created,
             *_SCORE_COLUMNS,
@@ -52,8 +54,9 @@ def leaderboard(session: Session) -> list[dict[str, Any]]:
     return [{"rank": rank, **row} for rank, row in enumerate(rows, start=1)]
 
 
-def all_submissions(session: Session) -> list[dict[str, Any]]:
-    """Return every submission of every user, oldest first, for the admin CSV export.
+def all_submissions(session: Session, user_id: int | None = None) -> list[dict[str, Any]]:
+    """Return every submission of every user (or of user `user_id` only), oldest first, for the admin CSV
+    export and a contestant's own list.
 
     Output: dicts `{"submission_id", "user_id", "user_name", "file_name", "sha256", "created",
     "status", "task1".."task4", "total"}` (scores None until stored; `status` derived, see
@@ -73,4 +76,6 @@ def all_submissions(session: Session) -> list[dict[str, Any]]:
         .join(User, User.id == Submission.user_id)
         .order_by(Submission.created.asc(), Submission.id.asc())
     )
+    if user_id is not None:
+        statement = statement.where(Submission.user_id == user_id)
     return [dict(row) for row in session.execute(statement).mappings()]

@@ -5,6 +5,7 @@ modules.
 """
 from db.base import Base
 from db.compiled import CompiledPoint
+from db.contest import ContestSettings
 from db.results import TestPointResult
 from db.submissions import Submission
 from db.traces import PointTrace
@@ -12,4 +13,4 @@ from db.users import User
 
 metadata = Base.metadata
 
-__all__ = ["Base", "CompiledPoint", "PointTrace", "Submission", "TestPointResult", "User", "metadata"]
+__all__ = ["Base", "CompiledPoint", "ContestSettings", "PointTrace", "Submission", "TestPointResult", "User", "metadata"]

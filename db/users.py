@@ -3,19 +3,25 @@
 Public API: `User`, `get_or_create_user(session, name) -> dict`, `get_user(session, user_id) -> dict`.
 Functions return plain dicts (see `User.to_dict`), never ORM objects, so that results can cross
 process boundaries.
+
+The account columns (`display_name`, `token_hash`, `disabled`, `is_admin`; migration 0003) belong to the
+contest server's accounts, read and written by `db.accounts`. A user created by a local `kdt-grade submit`
+has no token and cannot log in until `admin users reset-token` gives it one.
 """
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, select
+from sqlalchemy import Boolean, String, false, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
 from db.dialects import upsert_insert
 
 NAME_MAX_LENGTH = 100
+DISPLAY_NAME_MAX_LENGTH = 200
+TOKEN_HASH_LENGTH = 64  # hex SHA-256
 
 
 class User(Base):
@@ -26,6 +32,11 @@ class User(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True)
     created: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    display_name: Mapped[str | None] = mapped_column(String(DISPLAY_NAME_MAX_LENGTH))
+    # Only the SHA-256 of the bearer token is stored (grader.accounts explains why that suffices).
+    token_hash: Mapped[str | None] = mapped_column(String(TOKEN_HASH_LENGTH), unique=True)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     def to_dict(self) -> dict[str, Any]:
         """Return the row as plain data: `{"id", "name", "created"}`."""

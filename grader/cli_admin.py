@@ -5,8 +5,8 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .cli_output import csv_text, dump_json, err, out, submissions_table
-from .cli_service import show_result
+from .cli_contest import contest_group, users
+from .cli_output import csv_text, dump_json, err, out, show_result, submissions_table
 from .service import Service
 
 SUBMISSION_COLUMNS = ["submission_id", "user_id", "user_name", "file_name", "sha256", "created", "status",
@@ -15,7 +15,11 @@ SUBMISSION_COLUMNS = ["submission_id", "user_id", "user_name", "file_name", "sha
 
 @click.group()
 def admin() -> None:
-    """Organisers' commands: database, submissions, rejudges, the sweeper, exports."""
+    """Organisers' commands: database, users, contest rules, submissions, rejudges, the sweeper, exports."""
+
+
+admin.add_command(users)
+admin.add_command(contest_group)
 
 
 @admin.command("init-db")

@@ -13,8 +13,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from judger.tasks import TASKS
-
 # Not a terminal (a pipe, a log): 120 columns unless COLUMNS says otherwise, instead of rich's 80.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
 out = Console(highlight=False, soft_wrap=False, width=_WIDTH)
@@ -23,6 +21,8 @@ err = Console(stderr=True, highlight=False)
 _VERDICT_STYLE = {"AC": "green", "WA": "red", "CE": "yellow", "RE": "red", "TLE": "magenta", "MLE": "magenta",
                   "SV": "bold red", "IE": "bold blue"}
 _SCORE_KEYS = ("task1", "task2", "task3", "task4", "total")
+LEADERBOARD_COLUMNS = ["rank", "user_name", "submission_id", "created", "task1", "task2", "task3", "task4",
+                       "total"]
 
 
 def dump_json(data) -> None:
@@ -76,6 +76,25 @@ def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
     return table
 
 
+def show_result(state: dict, title: str) -> None:
+    """The result table of a status document or a ``local`` report, then the messages of failed points."""
+    out.print(result_table(title, state["points"], state["tasks"], state["total"]))
+    print_messages(state["points"])
+
+
+def show_submitted(state: dict, wait: bool, as_json: bool) -> None:
+    """What ``kdt-grade submit`` prints at the end: the status document (``--json``), the result table
+    (``--wait``), or where to look."""
+    if as_json:
+        dump_json(state)
+    elif wait:
+        show_result(state, f"submission {state['id']}: {state['file_name']} ({state['status']})")
+    elif state["total"] is not None:
+        out.print(f"total {state['total']:.1f} / 100; details: kdt-grade status {state['id']}")
+    else:
+        out.print(f"queued; see `kdt-grade status {state['id']}`")
+
+
 def print_messages(points: list[dict]) -> None:
     """The full messages of the points that did not pass, each distinct message once."""
     groups: dict[str, list] = {}
@@ -88,17 +107,33 @@ def print_messages(points: list[dict]) -> None:
         out.print(message, markup=False)
 
 
-def leaderboard_table(rows: list[dict], title="Leaderboard") -> Table:
+def leaderboard_table(rows: list[dict], title="Leaderboard", tasks: dict | None = None) -> Table:
+    """``tasks``: ``{id: {"name", "weight"}}`` for the column heads (default: the judger's tasks; a client
+    passes the server's, so it need not import the judger and torch)."""
+    if tasks is None:
+        from judger.tasks import TASKS
+
+        tasks = {task_id: {"name": t.name, "weight": t.weight} for task_id, t in TASKS.items()}
     table = Table(title=title, title_justify="left")
     for name in ("rank", "user", "submission", "submitted"):
         table.add_column(name, justify="right" if name in ("rank", "submission") else "left")
-    for task_id, t in TASKS.items():
-        table.add_column(f"T{task_id} /{t.weight}", justify="right")
+    for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
+        table.add_column(f"T{task_id} /{t['weight']}", justify="right")
     table.add_column("total", justify="right")
     for r in rows:
         table.add_row(str(r["rank"]), r["user_name"], str(r["submission_id"]), _when(r["created"]),
                       *(_num(r[k], 2) for k in _SCORE_KEYS))
     return table
+
+
+def print_leaderboard(rows: list[dict], as_json: bool, as_csv: bool, tasks: dict | None = None) -> None:
+    """Leaderboard rows as JSON, CSV or a table (``tasks``: the column heads, see ``leaderboard_table``)."""
+    if as_json:
+        dump_json(rows)
+    elif as_csv:
+        sys.stdout.write(csv_text(rows, LEADERBOARD_COLUMNS))
+    else:
+        out.print(leaderboard_table(rows, tasks=tasks))
 
 
 def submissions_table(rows: list[dict], title="Submissions") -> Table:
@@ -109,6 +144,12 @@ def submissions_table(rows: list[dict], title="Submissions") -> Table:
         table.add_row(str(r["submission_id"]), r["user_name"], r["file_name"], _when(r["created"]),
                       r["status"], *(_num(r[k], 2) for k in _SCORE_KEYS))
     return table
+
+
+def progress_updater(progress: Progress, bar):
+    """``on_progress(status)`` for a ``wait`` loop: the bar shows the finished test points."""
+    return lambda state: progress.update(bar, total=len(state["points"]),
+                                         completed=sum(p["state"] == "done" for p in state["points"]))
 
 
 def points_progress() -> Progress:

@@ -1,9 +1,9 @@
-"""The contestant-facing ``kdt-grade`` commands: ``submit``, ``status``, ``leaderboard``, ``local``, ``worker``.
+"""The local ``kdt-grade`` commands: ``local``, ``worker``, and the local (no server) side of ``submit``,
+``status``, ``submissions``, ``leaderboard``, which ``grader.cli_client`` calls when no server is configured.
 
 Thin: each parses options, calls ``grader.service.Service`` (or ``grader.pipeline`` for ``local``) and
 renders plain data with ``grader.cli_output``. Configuration comes from ``KDT_GRADE_*`` (``grader.config``).
 """
-import getpass
 import os
 import sys
 from pathlib import Path
@@ -14,44 +14,22 @@ from judger.grading import summarize
 from judger.tasks import TASK_IDS
 
 from . import pipeline
-from .cli_output import (csv_text, dump_json, err, leaderboard_table, out, points_progress, print_messages,
-                         result_table)
+from .cli_output import (dump_json, err, out, points_progress, print_leaderboard, progress_updater, show_result,
+                         show_submitted, submissions_table)
 from .config import load_settings
 from .service import Service
 
-LEADERBOARD_COLUMNS = ["rank", "user_name", "submission_id", "created", "task1", "task2", "task3", "task4",
-                       "total"]
-
-
-def _default_user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no user database entry (containers)
-        return "anonymous"
-
-
-def show_result(state: dict, title: str) -> None:
-    out.print(result_table(title, state["points"], state["tasks"], state["total"]))
-    print_messages(state["points"])
-
-
-@click.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--user", "user", default=_default_user, show_default="your login name", help="Contestant name.")
-@click.option("--wait", is_flag=True, help="Show progress over the test points, then the result table.")
-@click.option("--timeout", type=float, default=3600.0, show_default=True, help="Seconds --wait waits.")
-def submit(file: Path, user: str, wait: bool, timeout: float) -> None:
-    """Submit FILE for grading and print its submission id.
-
-    The file is refused (and nothing stored) if it is larger than the limit, not UTF-8 or not Python.
-    Without a broker (KDT_GRADE_BROKER_URL unset) it is graded here, before the command returns."""
+def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: bool = False) -> None:
+    """``kdt-grade submit`` into the local database. The file is refused (and nothing stored) if it is
+    larger than the limit, not UTF-8 or not Python. Without a broker (KDT_GRADE_BROKER_URL unset) it is
+    graded here, before the command returns."""
     with Service() as service:
         try:
             submission_id = service.accept(file.read_bytes(), file.name, user)
         except pipeline.Rejected as exc:
             err.print(f"[red]refused:[/red] {file.name}: {exc}. Nothing was stored.")
             sys.exit(2)
-        out.print(f"submission {submission_id} accepted ({file.name}, user {user})")
+        (err if as_json else out).print(f"submission {submission_id} accepted ({file.name}, user {user})")
         sys.stdout.flush()
         progress = points_progress() if wait else None
         if service.settings.embedded:
@@ -73,25 +51,16 @@ def submit(file: Path, user: str, wait: bool, timeout: float) -> None:
                 with progress:
                     bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
                     try:
-                        service.wait(submission_id, timeout=timeout, on_progress=lambda s: progress.update(
-                            bar, completed=sum(p["state"] == "done" for p in s["points"])))
+                        service.wait(submission_id, timeout=timeout, on_progress=progress_updater(progress, bar))
                     except TimeoutError as exc:
                         err.print(f"[yellow]{exc}[/yellow]; see `kdt-grade status {submission_id}`")
                         sys.exit(1)
         state = service.status(submission_id)
-    if wait:
-        show_result(state, f"submission {submission_id}: {state['file_name']} ({state['status']})")
-    elif state["total"] is not None:
-        out.print(f"total {state['total']:.1f} / 100; details: kdt-grade status {submission_id}")
-    else:
-        out.print(f"queued; see `kdt-grade status {submission_id}`")
+    show_submitted(state, wait, as_json)
 
 
-@click.command()
-@click.argument("submission_id", type=int)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def status(submission_id: int, as_json: bool) -> None:
-    """Show a submission's status and per-test-point results."""
+def status_local(submission_id: int, as_json: bool) -> None:
+    """``kdt-grade status`` from the local database."""
     with Service() as service:
         try:
             state = service.status(submission_id)
@@ -104,19 +73,21 @@ def status(submission_id: int, as_json: bool) -> None:
                            f"({state['status']})")
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
-def leaderboard(as_json: bool, as_csv: bool) -> None:
-    """Each user's best submission, best first (equal totals: the earlier submission first)."""
+def leaderboard_local(as_json: bool, as_csv: bool) -> None:
+    """``kdt-grade leaderboard`` from the local database (every submission counts: no freeze here)."""
     with Service() as service:
         rows = service.leaderboard()
+    print_leaderboard(rows, as_json, as_csv)
+
+
+def submissions_local(user: str, as_json: bool) -> None:
+    """``kdt-grade submissions``: one user's submissions in the local database, oldest first."""
+    with Service() as service:
+        rows = [r for r in service.all_submissions() if r["user_name"] == user]
     if as_json:
         dump_json(rows)
-    elif as_csv:
-        sys.stdout.write(csv_text(rows, LEADERBOARD_COLUMNS))
     else:
-        out.print(leaderboard_table(rows))
+        out.print(submissions_table(rows, title=f"Submissions of {user}"))
 
 
 @click.command()

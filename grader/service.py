@@ -101,8 +101,13 @@ class Service:
 
     # ---- intake --------------------------------------------------------------------------------------
 
-    def accept(self, data: bytes, file_name: str, user: str) -> int:
+    def accept(self, data: bytes, file_name: str, user: str,
+               admit: Callable[[object, int], None] | None = None) -> int:
         """Check, store and record a submission; return its id. Nothing is graded or enqueued yet.
+
+        ``admit(session, user_id)``, if given, runs in the intake's transaction before anything is stored
+        (the contest server passes ``grader.contest.admit``: window and limits); what it raises propagates
+        and nothing is stored.
 
         Raises ``pipeline.Rejected`` (nothing stored: no file, no row) for a file that fails the intake
         checks, a bad file name or a bad user name."""
@@ -112,9 +117,11 @@ class Service:
             raise Rejected(f"the file name must have 1..255 characters, got {name!r}")
         if not user or len(user) > 100:
             raise Rejected(f"the user name must have 1..100 characters, got {user!r}")
-        sha, _path = storage.store(self.settings.data_dir, data)
         with self.session() as session:
             user_id = db.get_or_create_user(session, user)["id"]
+            if admit is not None:
+                admit(session, user_id)
+            sha, _path = storage.store(self.settings.data_dir, data)
             row = db.create_submission(session, user_id, name, sha, text)
         return int(row["id"])
 
@@ -289,10 +296,11 @@ class Service:
     # ---- admin operations ----------------------------------------------------------------------------
 
     def rejudge(self, ids: Iterable[int] = (), user: str | None = None, everything: bool = False,
-                on_result=None) -> list[int]:
+                on_result=None, enqueue: Callable[[int], None] | None = None) -> list[int]:
         """Reset the chosen submissions (results, compiled points and scores) and enqueue them again;
         returns their ids. ``ids``, ``user`` and ``everything`` combine (union). ``LookupError`` for an
-        unknown id (nothing is reset then)."""
+        unknown id (nothing is reset then). ``enqueue(id)`` replaces ``self.enqueue`` (the server grades
+        in the background)."""
         with self.session() as session:
             chosen = set(ids)
             if user is not None:
@@ -302,7 +310,10 @@ class Service:
             for submission_id in sorted(chosen):
                 db.reset_submission(session, submission_id)
         for submission_id in sorted(chosen):  # after the commit
-            self.enqueue(submission_id, on_result=on_result)
+            if enqueue is not None:
+                enqueue(submission_id)
+            else:
+                self.enqueue(submission_id, on_result=on_result)
         return sorted(chosen)
 
     def sweep(self, older_than: float | None = None) -> list[dict]:

@@ -49,7 +49,7 @@ def test_best_submission_per_user_and_ties_to_the_earlier_submission(factory, ad
     assert board[2]["task1"] == 10.0 and board[2]["task2"] is None
     assert board[0]["created"] == T0 + timedelta(hours=5)
     assert set(board[0]) == {
-        "rank", "user_id", "user_name", "submission_id", "created", "task1", "task2", "task3", "task4", "total"
+        "rank", "user_id", "user_name", "display_name", "submission_id", "created", "task1", "task2", "task3", "task4", "total"
     }
 
 

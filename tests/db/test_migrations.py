@@ -9,7 +9,7 @@ from db.migrate import downgrade, upgrade
 from db.models import metadata
 from db.session import make_engine
 
-TABLES = {"users", "submissions", "test_point_results", "compiled_points", "point_traces"}
+TABLES = {"users", "submissions", "test_point_results", "compiled_points", "contest_settings", "point_traces"}
 
 
 def _differences(url):

@@ -1,7 +1,7 @@
 """Point traces: the compressed trace record of each graded test point (issue 12, the timeline pictures).
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0003 (issue 10's accounts revision; re-parent onto 0004 when issue 11's revision is merged)
 Create Date: 2026-12-01
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
-down_revision: str | None = "0002"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,72 @@
+"""The contestant's API (``/api/v1``, a token needed): submit, list one's own submissions, status, source.
+
+Thin: authenticate (``auth``), read the upload (``upload``), call ``Service.accept`` with the contest's
+``admit`` check (``grader.contest``), hand the id to the ``grading`` dispatcher; reading goes through
+``grader.visibility`` (another user's id answers 404, exactly as a missing one).
+"""
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+
+from grader import contest, visibility
+from grader.accounts import Account
+
+from .auth import current_account
+from .errors import error_responses
+from .schemas import Accepted, Status, SubmissionRow
+from .upload import FIELD, read_upload
+
+router = APIRouter(prefix="/api/v1", tags=["contestant"])
+
+MAX_ID = 2**31 - 1  # the id columns are 32-bit integers
+SubmissionId = Path(ge=1, le=MAX_ID, description="a submission id")
+_UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": [FIELD],
+    "properties": {FIELD: {"type": "string", "format": "binary",
+                           "description": "the Python file defining get_kernel(task_id)"}}}}}}}
+
+
+@router.post("/submissions", status_code=202, response_model=Accepted, openapi_extra=_UPLOAD_BODY,
+             responses=error_responses(400, 401, 403, 413, 429, 503))
+async def submit(request: Request, account: Account = Depends(current_account)) -> Accepted:
+    """Upload a submission (multipart field `file`); 202 once it is stored and queued, before grading.
+
+    Refusals store nothing: 400 (empty, not UTF-8, not Python), 403 (outside the contest window),
+    413 (too large), 429 (a limit, with Retry-After)."""
+    service = request.app.state.service
+    name, data = await read_upload(request, service.settings.submission_max_bytes)
+    admit = None if account.is_admin else contest.admit  # organisers are not held to the window and limits
+    submission_id = await run_in_threadpool(service.accept, data, name, account.name, admit)
+    await run_in_threadpool(request.app.state.dispatcher.dispatch, submission_id)
+    url = str(request.url_for("submission_status", submission_id=submission_id))
+    return Accepted(id=submission_id, status="queued", url=url)
+
+
+@router.get("/submissions", response_model=list[SubmissionRow], responses=error_responses(401, 403, 503))
+def my_submissions(request: Request, account: Account = Depends(current_account)) -> list[dict]:
+    """The caller's own submissions, oldest first, with their status and scores."""
+    return visibility.submissions_for(request.app.state.service, account)
+
+
+@router.get("/submissions/{submission_id}", name="submission_status", response_model=Status,
+            responses=error_responses(401, 403, 404, 422, 503))
+def submission_status(request: Request, submission_id: int = SubmissionId,
+                      account: Account = Depends(current_account)) -> dict:
+    """The status document of one of the caller's submissions (what `kdt-grade status --json` prints)."""
+    return visibility.status_for(request.app.state.service, account, submission_id)
+
+
+@router.get("/submissions/{submission_id}/source", response_class=PlainTextResponse,
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                             "description": "The submitted file"}, **error_responses(401, 403, 404, 422, 503)})
+def submission_source(request: Request, submission_id: int = SubmissionId,
+                      account: Account = Depends(current_account)) -> PlainTextResponse:
+    """The submitted file of one of the caller's submissions, as text."""
+    file_name, source = visibility.source_for(request.app.state.service, account, submission_id)
+    return PlainTextResponse(source, headers={"Content-Disposition": f'inline; filename="{_safe(file_name)}"'})
+
+
+def _safe(file_name: str) -> str:
+    return "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in file_name)[:255]

@@ -1,0 +1,49 @@
+"""The ASGI app of ``kdt-grade serve``: ``create_app(settings)``.
+
+``app.state`` carries ``settings``, ``service`` (one ``grader.service.Service`` for the process; its engine
+is thread-safe and every call opens its own transaction) and ``dispatcher`` (``grading.Dispatcher``).
+The lifespan creates or upgrades the schema (embedded mode, as ``submit`` does), starts the dispatcher
+and closes both at shutdown. Routers, one per audience: ``api_contestant``, ``api_public``, ``api_admin``
+(pages add their own). The OpenAPI document is at ``/api/v1/openapi.json``, the docs at ``/api/v1/docs``.
+"""
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from grader.config import Settings, load_settings
+from grader.service import Service
+from grader.version import grader_version
+
+from . import api_admin, api_contestant, api_public
+from .errors import install_error_handlers
+from .grading import Dispatcher
+
+API_ROUTERS = (api_contestant.router, api_public.router, api_admin.router)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A new app over the service configured by ``settings`` (default: ``KDT_GRADE_*``)."""
+    settings = settings or load_settings()
+    service = Service(settings)
+    dispatcher = Dispatcher(service)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        service.factory  # noqa: B018  (creates the engine, and in embedded mode the schema, before requests)
+        dispatcher.start()
+        try:
+            yield
+        finally:
+            dispatcher.close()
+            service.close()
+
+    app = FastAPI(title="kdt-grade", version=grader_version()["version"], lifespan=lifespan,
+                  description="The KDT contest's judge. Contestants: `kdt-grade login`, `kdt-grade submit`.",
+                  openapi_url="/api/v1/openapi.json", docs_url="/api/v1/docs", redoc_url=None)
+    app.state.settings, app.state.service, app.state.dispatcher = settings, service, dispatcher
+    install_error_handlers(app)
+    for router in API_ROUTERS:
+        app.include_router(router)
+    return app
