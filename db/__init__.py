@@ -23,7 +23,7 @@ from db.session import make_engine, make_session_factory, resolve_url, session_s
 from db.status import SubmissionStatus, submission_status
 from db.submissions import create_submission, get_submission
 from db.totals import finalize_submission, mean_task_score
-from db.traces import delete_traces, get_trace, store_trace, traced_points
+from db.traces import delete_traces, get_trace, get_traces, store_trace, traced_points
 from db.users import get_or_create_user, get_user
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "get_result",
     "get_submission",
     "get_trace",
+    "get_traces",
     "get_user",
     "leaderboard",
     "list_results",

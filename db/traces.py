@@ -6,7 +6,7 @@ a result without a trace (``CE``, ``SV``, a launch that failed before any job ra
 Rows go with their submission (``ON DELETE CASCADE``); after a rejudge each point's new result replaces
 its trace (the pages show a trace only for a finished point). The blob is opaque here (at most ``grader.traces.MAX_BLOB_BYTES``).
 
-Public API: ``PointTrace``, ``store_trace``, ``get_trace``, ``traced_points``, ``delete_traces``.
+Public API: ``PointTrace``, ``store_trace``, ``get_trace``, ``get_traces``, ``traced_points``, ``delete_traces``.
 """
 from __future__ import annotations
 
@@ -61,6 +61,13 @@ def traced_points(session: Session, submission_id: int) -> set[tuple[int, int]]:
     """The (task, point) keys of a submission that have a stored trace (blobs are not loaded)."""
     rows = session.execute(select(_TABLE.c.task, _TABLE.c.point).where(_TABLE.c.submission_id == submission_id))
     return {(task, point) for task, point in rows}
+
+
+def get_traces(session: Session, submission_id: int) -> dict[tuple[int, int], bytes]:
+    """Every stored trace blob of a submission, keyed by (task, point)."""
+    rows = session.execute(select(_TABLE.c.task, _TABLE.c.point, _TABLE.c.data)
+                           .where(_TABLE.c.submission_id == submission_id))
+    return {(task, point): data for task, point, data in rows}
 
 
 def delete_traces(session: Session, submission_id: int) -> int:

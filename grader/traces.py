@@ -146,10 +146,11 @@ def _check(record) -> None:
 
 # ---- the stored traces of a submission (db.traces) -------------------------------------------------
 
-def stored_points(service, submission_id: int) -> set[tuple[int, int]]:
-    """The (task, point) keys of a submission that have a stored trace."""
+def stored_records(service, submission_id: int) -> dict[tuple[int, int], dict]:
+    """The decoded trace records of a submission's graded points, keyed by (task, point)."""
     with service.session() as session:
-        return db.traced_points(session, submission_id)
+        blobs = db.get_traces(session, submission_id)
+    return {key: decode(blob) for key, blob in blobs.items()}
 
 
 def stored_record(service, submission_id: int, task: int, point: int) -> dict | None:

@@ -30,7 +30,7 @@ from grader.refusals import Forbidden, NotAuthenticated, NotFound, Refusal
 
 from . import pages_render as views
 from . import session
-from .timeline import timeline_svg
+from .timeline import timeline_height, timeline_svg
 from .upload import read_upload
 
 router = APIRouter(include_in_schema=False)
@@ -207,7 +207,7 @@ def submission_page(request: Request, submission_id: int = SubmissionId) -> Resp
         return _missing(request, account, submission_id)
     service = request.app.state.service
     _, source = visibility.source_for(service, account, submission_id)
-    sub = views.submission_view(state, traces.stored_points(service, submission_id))
+    sub = views.submission_view(state, _frames(service, submission_id))
     return page(request, "submission.html", account=account, sub=sub, source_html=views.highlight(source))
 
 
@@ -218,13 +218,18 @@ def submission_live(request: Request, submission_id: int = SubmissionId) -> Resp
     state = None if account is None else _visible_state(request, account, submission_id)
     if state is None:
         return JSONResponse({"error": "not_found", "message": f"no submission {submission_id} of yours"}, 404)
-    doc = views.live_document(state, traces.stored_points(request.app.state.service, submission_id))
+    doc = views.live_document(state, _frames(request.app.state.service, submission_id))
     body = json.dumps(doc, separators=(",", ":")).encode()
     etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
+
+
+def _frames(service, submission_id: int) -> dict:
+    """(task, point) -> timeline height in pixels, for each stored trace of the submission."""
+    return {key: timeline_height(record, 0) for key, record in traces.stored_records(service, submission_id).items()}
 
 
 def _point_record(request: Request, submission_id: int, task: int, point: int):

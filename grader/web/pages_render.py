@@ -104,10 +104,12 @@ def duration_text(seconds: float) -> str:
 
 # ---- view models -----------------------------------------------------------------------------------
 
-def point_view(submission_id: int, p: dict, traced: set) -> dict:
-    """One test point of the status document as display strings (also the live JSON's entries)."""
+def point_view(submission_id: int, p: dict, frames: dict) -> dict:
+    """One test point of the status document as display strings (also the live JSON's entries);
+    ``frames`` maps the (task, point) of each stored trace to its picture's height in pixels."""
     done = p["state"] == "done"
-    has_trace = done and (p["task"], p["point"]) in traced
+    height = frames.get((p["task"], p["point"])) if done else None
+    has_trace = height is not None
     base = f"/submissions/{submission_id}/points/{p['task']}/{p['point']}"
     verdict = p["verdict"] if done else p["state"]
     return {
@@ -116,11 +118,11 @@ def point_view(submission_id: int, p: dict, traced: set) -> dict:
         "cycles": cycles_text(p["cycles"]), "threshold": cycles_text(get_point(p["task"], p["point"]).threshold),
         "score": score_text(p["score"]) if done else "", "utilisation": util_text(p["utilisation"]),
         "message": p["message"] or "", "timeline": f"{base}/timeline.svg" if has_trace else None,
-        "perfetto": f"{base}/perfetto.json" if has_trace else None,
+        "perfetto": f"{base}/perfetto.json" if has_trace else None, "height": height,
     }
 
 
-def submission_view(state: dict, traced: set) -> dict:
+def submission_view(state: dict, frames: dict) -> dict:
     """The status document (``Service.status``) of one submission as display data."""
     return {
         "id": state["id"], "user": state["user"], "file_name": state["file_name"], "sha256": state["sha256"],
@@ -128,13 +130,13 @@ def submission_view(state: dict, traced: set) -> dict:
         "live": state["status"] in ("queued", "running"), "total": score_text(state["total"]),
         "tasks": [{"id": int(t), "name": v["name"], "weight": v["weight"], "score": score_text(v["score"])}
                   for t, v in state["tasks"].items()],
-        "points": [point_view(state["id"], p, traced) for p in state["points"]],
+        "points": [point_view(state["id"], p, frames) for p in state["points"]],
     }
 
 
-def live_document(state: dict, traced: set) -> dict:
+def live_document(state: dict, frames: dict) -> dict:
     """The small JSON a submission page polls: status, totals, and every point's display strings."""
-    view = submission_view(state, traced)
+    view = submission_view(state, frames)
     return {"status": view["status"], "total": view["total"], "points": view["points"],
             "tasks": {t["id"]: t["score"] for t in view["tasks"]}}
 

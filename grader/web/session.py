@@ -83,7 +83,7 @@ def set_session(request: Request, response: Response, token: str) -> None:
     """Put ``token`` in the session cookie of ``response`` (HttpOnly, SameSite=Strict, Secure on https)."""
     response.set_cookie(COOKIE, token, max_age=MAX_AGE, httponly=True, samesite="strict",
                         secure=request.url.scheme == "https", path="/")
-    response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
+    response.delete_cookie(LOGIN_CSRF_COOKIE, path="/login", httponly=True, samesite="strict")
 
 
 def clear_session(response: Response) -> None:

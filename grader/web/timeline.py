@@ -59,11 +59,7 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
     scale = PLOT_WIDTH / span
     drawn = entries[:MAX_BARS]
     mem_rows = _mem_rows(drawn)
-    lane_rows = {"ISU": 1, "MEM": max(1, min(max(mem_rows, default=0) + 1, MAX_MEM_ROWS)), "VXM": 1, "MXM": 1}
-    lane_y, y = {}, AXIS_HEIGHT
-    for lane in LANES:
-        lane_y[lane] = y
-        y += lane_rows[lane] * ROW + LANE_GAP
+    lane_y, lane_rows, y = _lanes_layout(mem_rows)
     parts = []
     parts += _axis(span, scale, y)
     parts += _lanes(lane_y, lane_rows, record["summary"].get("utilisation") or {},
@@ -79,7 +75,7 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
         parts.append(f'<rect class="tl-bar tl-{lane.lower()}" x="{x:.2f}" y="{lane_y[lane] + row * ROW + 1:.2f}" '
                      f'width="{width:.2f}" height="{ROW - 2:.2f}"><title>{escape(title)}</title></rect>')
     y += 4
-    if len(entries) > len(drawn) or _instructions(record, job) > len(entries):
+    if _cut(record, job):
         total = _instructions(record, job)
         parts.append(f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">the first {len(drawn)} of {total} '
                      'instructions are drawn; the Perfetto trace has the stored ones</text>')
@@ -95,6 +91,28 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
                    f"{span} cycles")
     return "".join([head, f"<title>{label}</title><style>{_STYLE}</style>",
                     f'<rect class="tl-bg" x="0" y="0" width="{width:.0f}" height="{y:.0f}"/>', *parts, "</svg>"])
+
+
+def timeline_height(record: dict, job: int = 0) -> int:
+    """The pixel height of ``timeline_svg(record, job)`` (for the page's frame), without drawing it."""
+    _, _, y = _lanes_layout(_mem_rows(job_trace(record, job)[:MAX_BARS]))
+    y += 4 + (16 if _cut(record, job) else 0) + 6
+    return int(round(y + 16 + max(record["num_sms"], 1) * SM_ROW + 6))
+
+
+def _lanes_layout(mem_rows: list[int]) -> tuple[dict, dict, float]:
+    """Top of each lane, its number of rows, and the y below the last lane."""
+    lane_rows = {"ISU": 1, "MEM": max(1, min(max(mem_rows, default=0) + 1, MAX_MEM_ROWS)), "VXM": 1, "MXM": 1}
+    lane_y, y = {}, AXIS_HEIGHT
+    for lane in LANES:
+        lane_y[lane] = y
+        y += lane_rows[lane] * ROW + LANE_GAP
+    return lane_y, lane_rows, y
+
+
+def _cut(record: dict, job: int) -> bool:
+    """True when not every instruction of the job is drawn (``MAX_BARS``, or the stored trace was capped)."""
+    return _instructions(record, job) > min(len(job_trace(record, job)), MAX_BARS)
 
 
 def _instructions(record: dict, job: int) -> int:
@@ -166,7 +184,7 @@ def _placement(record: dict, job: int, y: float) -> tuple[list[str], float]:
     cycles = max(record["kernel_cycles"], max((s + c for _, s, c in runs), default=0), 1)
     scale = PLOT_WIDTH / cycles
     where = f"SM {runs[job][0]}, cycles {runs[job][1]} to {runs[job][1] + runs[job][2]}" if job < len(runs) else "?"
-    out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {record["jobs"]} jobs on {sms} SMs over '
+    out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {record["jobs"]} jobs on {sms} SM{"s" if sms != 1 else ""} over '
            f'{record["kernel_cycles"]} cycles; job {job} ran on {escape(where)}</text>']
     y += 16
     for sm in range(sms):

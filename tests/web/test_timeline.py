@@ -5,14 +5,17 @@ simulator's), every bar of the SVG sits where the trace says. Also the stored tr
 from __future__ import annotations
 
 import re
+import sys
 import xml.etree.ElementTree as ET
 import zlib
+from pathlib import Path
 
 import pytest
 
-from conformance import EXPECTED, run_case
-from grader import traces
-from grader.web import timeline
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kdt"))  # the shared conformance helpers
+from conformance import EXPECTED, run_case  # noqa: E402
+from grader import traces  # noqa: E402
+from grader.web import timeline  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
 LANE_CLASS = {"FREE": "tl-isu", "MEM": "tl-mem", "VXM": "tl-vxm", "MXM": "tl-mxm"}
@@ -42,6 +45,7 @@ def test_bar_positions_equal_the_conformance_trace(case, job):
     assert float(root.get("data-x0")) == timeline.X0
     drawn = bars(root)
     assert len(drawn) == len(expected) == int(root.get("data-bars"))
+    assert int(root.get("height")) == timeline.timeline_height(record, job)
     units = [e[3] for e in traces.job_trace(record, job)]
     lines = [e[4] for e in traces.job_trace(record, job)]
     for bar, (op, issue, finish), unit, line in zip(drawn, expected, units, lines):
@@ -113,7 +117,7 @@ def test_caps_bars_and_blob_size(monkeypatch):
     record = traces.record_of(run_case("c19_flash_attention_small")["profile"])
     monkeypatch.setattr(timeline, "MAX_BARS", 10)
     root = ET.fromstring(timeline.timeline_svg(record, 0))
-    assert len(bars(root)) == 10
+    assert len(bars(root)) == 10 and int(root.get("height")) == timeline.timeline_height(record, 0)
     assert any("the first 10 of 72 instructions are drawn" in (t.text or "") for t in root.iter(f"{SVG}text"))
     big = dict(record, traces={str(j): [["load", i, i + 7, "MEM", i] for i in range(0, 400_000, 3)]
                                for j in range(4)})

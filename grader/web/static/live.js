@@ -100,6 +100,7 @@ function setPoint(tr, p) {
     item.querySelector("summary").textContent = "Task " + p.task + ", point " + p.point + ": " + p.verdict +
       (p.cycles ? ", " + p.cycles + " cycles" : "");
     item.querySelector("iframe").src = p.timeline;
+    item.querySelector("iframe").style.height = (p.height + 4) + "px";
     item.querySelector(".tl-open").href = p.timeline;
     item.querySelector(".tl-perfetto").href = p.perfetto;
     document.getElementById("timelines").append(item);
