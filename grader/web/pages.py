@@ -53,7 +53,7 @@ def page(request: Request, template: str, status: int = 200, **context) -> Respo
 
 
 def error_page(request: Request, status: int, heading: str, message: str, account=None) -> Response:
-    return page(request, "error.html", status, status=status, heading=heading, message=message, account=account)
+    return page(request, "error.html", status, code=status, heading=heading, message=message, account=account)
 
 
 def to_login(request: Request) -> RedirectResponse:
