@@ -37,7 +37,9 @@ MIN_WIDTH = 1.0      # so zero-cycle instructions stay visible
 MAX_MEM_ROWS = 6
 MAX_BARS = 6_000
 MAX_PLACEMENT_JOBS = 512
-SM_ROW = 6.0
+SM_ROW = 6.0         # placement row height with more than LABELLED_SMS SMs (else SM_ROW_WIDE)
+SM_ROW_WIDE = 11.0
+LABELLED_SMS = 8
 LANES = ("ISU", "MEM", "VXM", "MXM")
 _LANE_OF_UNIT = {"FREE": "ISU", "MEM": "MEM", "VXM": "VXM", "MXM": "MXM"}
 
@@ -97,7 +99,12 @@ def timeline_height(record: dict, job: int = 0) -> int:
     """The pixel height of ``timeline_svg(record, job)`` (for the page's frame), without drawing it."""
     _, _, y = _lanes_layout(_mem_rows(job_trace(record, job)[:MAX_BARS]))
     y += 4 + (16 if _cut(record, job) else 0) + 6
-    return int(round(y + 16 + max(record["num_sms"], 1) * SM_ROW + 6))
+    sms = max(record["num_sms"], 1)
+    return int(round(y + 16 + sms * _sm_row(sms) + 6))
+
+
+def _sm_row(sms: int) -> float:
+    return SM_ROW_WIDE if sms <= LABELLED_SMS else SM_ROW
 
 
 def _lanes_layout(mem_rows: list[int]) -> tuple[dict, dict, float]:
@@ -184,17 +191,19 @@ def _placement(record: dict, job: int, y: float) -> tuple[list[str], float]:
     cycles = max(record["kernel_cycles"], max((s + c for _, s, c in runs), default=0), 1)
     scale = PLOT_WIDTH / cycles
     where = f"SM {runs[job][0]}, cycles {runs[job][1]} to {runs[job][1] + runs[job][2]}" if job < len(runs) else "?"
-    out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {record["jobs"]} jobs on {sms} SM{"s" if sms != 1 else ""} over '
-           f'{record["kernel_cycles"]} cycles; job {job} ran on {escape(where)}</text>']
+    plural = "s" if sms != 1 else ""
+    out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {record["jobs"]} jobs on {sms} SM{plural} '
+           f'over {record["kernel_cycles"]} cycles; job {job} ran on {escape(where)}</text>']
     y += 16
+    row = _sm_row(sms)
     for sm in range(sms):
-        out.append(f'<text class="tl-small" x="4" y="{y + sm * SM_ROW + 5:.2f}" font-size="6">'
-                   f'{"SM " + str(sm) if sms <= 8 or sm % 4 == 0 else ""}</text>')
+        if sms <= LABELLED_SMS or sm % 8 == 0:
+            out.append(f'<text class="tl-small" x="4" y="{y + sm * row + min(row, 9):.2f}">SM {sm}</text>')
     if len(runs) <= MAX_PLACEMENT_JOBS:
         for j, (sm, start, length) in enumerate(runs):
             cls = "tl-job tl-job0" if j == job else "tl-job"
-            out.append(f'<rect class="{cls}" x="{X0 + start * scale:.2f}" y="{y + sm * SM_ROW:.2f}" '
-                       f'width="{max(length * scale, 0.5):.2f}" height="{SM_ROW - 1:.2f}">'
+            out.append(f'<rect class="{cls}" x="{X0 + start * scale:.2f}" y="{y + sm * row:.2f}" '
+                       f'width="{max(length * scale, 0.5):.2f}" height="{row - 1:.2f}">'
                        f'<title>job {j}: SM {sm}, cycles {start} to {start + length}</title></rect>')
     else:
         busy: dict[int, list] = {}
@@ -202,10 +211,10 @@ def _placement(record: dict, job: int, y: float) -> tuple[list[str], float]:
             lo, hi = busy.get(sm, (start, start + length))
             busy[sm] = (min(lo, start), max(hi, start + length))
         for sm, (lo, hi) in sorted(busy.items()):
-            out.append(f'<rect class="tl-job" x="{X0 + lo * scale:.2f}" y="{y + sm * SM_ROW:.2f}" '
-                       f'width="{max((hi - lo) * scale, 0.5):.2f}" height="{SM_ROW - 1:.2f}"/>')
+            out.append(f'<rect class="tl-job" x="{X0 + lo * scale:.2f}" y="{y + sm * row:.2f}" '
+                       f'width="{max((hi - lo) * scale, 0.5):.2f}" height="{row - 1:.2f}"/>')
         if job < len(runs):
             sm, start, length = runs[job]
-            out.append(f'<rect class="tl-job tl-job0" x="{X0 + start * scale:.2f}" y="{y + sm * SM_ROW:.2f}" '
-                       f'width="{max(length * scale, 0.5):.2f}" height="{SM_ROW - 1:.2f}"/>')
-    return out, y + sms * SM_ROW + 6
+            out.append(f'<rect class="tl-job tl-job0" x="{X0 + start * scale:.2f}" y="{y + sm * row:.2f}" '
+                       f'width="{max(length * scale, 0.5):.2f}" height="{row - 1:.2f}"/>')
+    return out, y + sms * row + 6

@@ -103,7 +103,10 @@ function setPoint(tr, p) {
     item.querySelector("iframe").style.height = (p.height + 4) + "px";
     item.querySelector(".tl-open").href = p.timeline;
     item.querySelector(".tl-perfetto").href = p.perfetto;
-    document.getElementById("timelines").append(item);
+    const list = document.getElementById("timelines");
+    const later = [...list.children].find(el =>
+      Number(el.dataset.task) * 100 + Number(el.dataset.point) > p.task * 100 + p.point);
+    list.insertBefore(item, later || null);  // in test point order, as the server renders them
   }
 }
 
