@@ -1,8 +1,8 @@
 """The public scoreboard as the pages show it, versioned so live updates send only what changed.
 
 ``Scoreboards(service)`` computes the board from ``grader.contest.public_leaderboard`` (the freeze
-applies), at most once per ``TTL`` seconds per server process however many browsers poll, and keeps the
-last ``KEEP`` versions. ``update(since)`` answers a browser that has version ``since``:
+applies), at most once per ``TTL`` seconds per server process however many browsers poll, renders its
+table body once, and keeps the last ``KEEP`` versions. ``update(since)`` answers a browser that has version ``since``:
 
 - None when nothing changed (the route answers 304, no body);
 - ``{"version", "frozen", "full": false, "changed": [rows], "removed": [users]}`` with only the rows that
@@ -21,10 +21,12 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from markupsafe import Markup
+
 from grader import contest
 from judger.tasks import TASKS
 
-from .pages_render import score_text, time_text
+from .pages_render import environment, score_text, time_text
 
 TTL = 1.0   # seconds a computed board is reused
 KEEP = 64   # versions remembered for diffs
@@ -37,6 +39,7 @@ class Board:
     version: str
     frozen: bool
     rows: tuple
+    rows_html: Markup  # the table body, rendered once per version (autoescaped)
 
     @property
     def by_user(self) -> dict:
@@ -54,7 +57,8 @@ def board_rows(leaderboard: dict) -> tuple:
 def make_board(leaderboard: dict) -> Board:
     rows = board_rows(leaderboard)
     digest = hashlib.sha256(json.dumps([leaderboard["frozen"], rows], sort_keys=True).encode()).hexdigest()
-    return Board(digest[:16], bool(leaderboard["frozen"]), rows)
+    html = Markup(environment.get_template("scoreboard_rows.html").render(rows=rows, columns=4 + len(TASKS)))
+    return Board(digest[:16], bool(leaderboard["frozen"]), rows, html)
 
 
 def diff(old: Board | None, new: Board) -> dict:
