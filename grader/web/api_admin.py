@@ -10,7 +10,7 @@ from grader import accounts, contest, visibility
 from grader.accounts import Account
 from grader.refusals import NotFound
 
-from .api_contestant import SubmissionId
+from .api_contestant import SOURCE_RESPONSES, SubmissionId
 from .auth import admin_account
 from .errors import error_responses
 from .schemas import Rejudged, RejudgeRequest, Rules, RulesChange, Status, SubmissionRow
@@ -32,12 +32,12 @@ def submission(request: Request, submission_id: int = SubmissionId,
     return visibility.status_for(request.app.state.service, account, submission_id)
 
 
-@router.get("/submissions/{submission_id}/source", response_class=PlainTextResponse,
-            responses=error_responses(404, 422))
+@router.get("/submissions/{submission_id}/source", response_model=None,
+            responses={**SOURCE_RESPONSES, **error_responses(404, 422)})
 def submission_source(request: Request, submission_id: int = SubmissionId,
-                      account: Account = Depends(admin_account)) -> str:
+                      account: Account = Depends(admin_account)) -> PlainTextResponse:
     """Any submission's file."""
-    return visibility.source_for(request.app.state.service, account, submission_id)[1]
+    return PlainTextResponse(visibility.source_for(request.app.state.service, account, submission_id)[1])
 
 
 @router.post("/rejudge", status_code=202, response_model=Rejudged, responses=error_responses(400, 404, 422))

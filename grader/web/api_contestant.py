@@ -58,9 +58,11 @@ def submission_status(request: Request, submission_id: int = SubmissionId,
     return visibility.status_for(request.app.state.service, account, submission_id)
 
 
-@router.get("/submissions/{submission_id}/source", response_class=PlainTextResponse,
-            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
-                             "description": "The submitted file"}, **error_responses(401, 403, 404, 422, 503)})
+SOURCE_RESPONSES = {200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "The file"}}
+
+
+@router.get("/submissions/{submission_id}/source", response_model=None,
+            responses={**SOURCE_RESPONSES, **error_responses(401, 403, 404, 422, 503)})
 def submission_source(request: Request, submission_id: int = SubmissionId,
                       account: Account = Depends(current_account)) -> PlainTextResponse:
     """The submitted file of one of the caller's submissions, as text."""

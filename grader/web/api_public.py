@@ -12,7 +12,7 @@ from grader.accounts import Account
 from grader.version import grader_version
 from judger.tasks import TASKS
 
-from .auth import optional_account
+from .auth import OPTIONAL_SECURITY, optional_account
 from .errors import error_responses
 from .schemas import Contest, Leaderboard
 
@@ -31,7 +31,8 @@ def leaderboard(request: Request) -> dict:
     return {**contest.public_leaderboard(request.app.state.service), "tasks": task_info()}
 
 
-@router.get("/contest", response_model=Contest, responses=error_responses(401, 403, 503))
+@router.get("/contest", response_model=Contest, responses=error_responses(401, 403, 503),
+            openapi_extra=OPTIONAL_SECURITY)
 def contest_info(request: Request, account: Account | None = Depends(optional_account)) -> dict:
     """The contest: name, window, freeze, limits, server time, the grader's version, and (with a token)
     the caller's remaining allowance."""

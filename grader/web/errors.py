@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from grader.errors import ServiceUnavailable
 from grader.pipeline import Rejected
@@ -68,12 +69,26 @@ async def _unavailable(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(503, "unavailable", message, {"Retry-After": str(UNAVAILABLE_RETRY_SECONDS)})
 
 
-async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app answers on this path (Starlette's 405 names only one route's):
+    the methods for which the router would find a full match."""
+    return [method for method in _METHODS
+            if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
+                   for route in request.app.router.routes)]
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else "request failed"
+    headers = dict(getattr(exc, "headers", None) or {})
     if exc.status_code == 404 and message == "Not Found":
         message = "no such path; the API is under /api/v1 (see /api/v1/openapi.json)"
-    return error_response(exc.status_code, _HTTP_CODES.get(exc.status_code, "error"), message,
-                          getattr(exc, "headers", None))
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+        message = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
+    return error_response(exc.status_code, _HTTP_CODES.get(exc.status_code, "error"), message, headers or None)
 
 
 async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:

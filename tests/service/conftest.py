@@ -12,34 +12,19 @@ the service gives exactly those numbers.
 """
 from __future__ import annotations
 
-import fcntl
 import json
-import re
 
 import pytest
 
-from service_testlib import REDIS_URL, Deployment, Workers, clean_env, require, run_cli
-from tests.shared_services import fresh_postgres_schema
+from service_testlib import REDIS_URL, Deployment, Workers, clean_env, run_cli
+from tests.shared_services import fresh_postgres_schema, locked_redis
 
 
 @pytest.fixture
 def redis_url():
     """The test Redis database, empty; held under a machine-wide lock for the test's duration."""
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
-    try:
-        client.ping()
-    except Exception as exc:  # any failure means "unavailable"; the reason is reported
-        require(f"Redis at {REDIS_URL} is unreachable: {exc}")
-    with open(f"/tmp/kdt-grade-test-{re.sub(r'[^A-Za-z0-9]+', '_', REDIS_URL)}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        client.flushdb()
-        try:
-            yield REDIS_URL
-        finally:
-            client.flushdb()
-            client.close()
+    with locked_redis(REDIS_URL) as url:
+        yield url
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from grader.config import load_settings
 from grader.service import Service
-from tests.shared_services import POSTGRES_URL, require  # noqa: F401  (re-exported for the tests)
+from tests.shared_services import POSTGRES_URL, REDIS_URL, require  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "submissions" / "examples"
@@ -19,7 +19,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OPTIMIZED, BASELINE = EXAMPLES / "optimized.py", EXAMPLES / "baseline.py"
 FAILING, SLOW = FIXTURES / "failing.py", FIXTURES / "slow_vadd.py"
 
-REDIS_URL = os.environ.get("KDT_GRADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 _SCRIPT = Path(sys.executable).with_name("kdt-grade")
 KDT_GRADE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "grader.cli"]
 

@@ -1,0 +1,77 @@
+"""Fixtures of the contest server tests (tests/web): real ``kdt-grade serve`` processes on free loopback
+ports, over a SQLite file (embedded mode) or PostgreSQL and Redis with real Celery workers (broker mode).
+
+Redis is ``$KDT_GRADE_TEST_REDIS_URL`` (as in tests/service); a missing service fails with ``CI`` set.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.service.service_testlib import Deployment, Workers, clean_env, run_cli
+from tests.shared_services import fresh_postgres_schema, locked_redis
+
+from weblib import Server
+
+
+@pytest.fixture
+def redis_url():
+    with locked_redis() as url:
+        yield url
+
+
+@pytest.fixture
+def postgresql_url():
+    with fresh_postgres_schema("kdt_web") as url:
+        yield url
+
+
+@pytest.fixture
+def make_deployment(tmp_path):
+    """``make_deployment(database_url=None, broker_url=None, **settings) -> Deployment``."""
+    made = []
+
+    def make(database_url=None, broker_url=None, **extra) -> Deployment:
+        deployment = Deployment(tmp_path, database_url, broker_url, **extra)
+        made.append(deployment)
+        return deployment
+
+    yield make
+    for deployment in made:
+        deployment.service.close()
+
+
+@pytest.fixture
+def start_server():
+    """``start_server(deployment, **extra_env) -> Server``; every server is stopped after the test."""
+    servers = []
+
+    def start(deployment, **extra_env) -> Server:
+        server = Server(deployment, {k: str(v) for k, v in extra_env.items()})
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def workers():
+    pool = Workers()
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def local_results():
+    """``local_results(path)``: ``kdt-grade local PATH --json``, once per session and file."""
+    cache: dict = {}
+
+    def get(path) -> dict:
+        if path not in cache:
+            cache[path] = json.loads(run_cli(["local", path, "--json"], {**clean_env(), "KDT_GRADE_WORKERS": "2"}).stdout)
+        return cache[path]
+
+    return get

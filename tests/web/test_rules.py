@@ -1,0 +1,143 @@
+"""The contest rules against a real server: the window (403), the minimum interval and hourly limit (429
+with Retry-After), the pending limit (also under concurrent submissions), the freeze (a contestant sees
+their own new result, the public leaderboard does not until unfreeze), organisers exempt."""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from grader import contest
+from weblib import NOTHING, VADD_ONLY, add_user, submit, wait_graded
+
+
+def _count(deployment) -> int:
+    return len(deployment.service.all_submissions())
+
+
+def _queued_deployment(make_deployment, start_server, redis_url, database_url=None):
+    """Broker mode without workers: nothing is graded, every submission stays pending."""
+    deployment = make_deployment(database_url=database_url, broker_url=redis_url)
+    deployment.service.init_db()
+    return deployment
+
+
+def test_window_refuses_before_the_start_and_after_the_end(make_deployment, start_server):
+    deployment = make_deployment()
+    token, root = add_user(deployment, "alice"), add_user(deployment, "root", admin=True)
+    server = start_server(deployment)
+    start = datetime.now(UTC) + timedelta(hours=1)
+    deployment.cli("admin", "contest", "set", "--name", "KDT 2026", "--start", start.isoformat())
+    with server.client(token) as client, server.client(root) as organiser:
+        refused = submit(client, NOTHING)
+        assert refused.status_code == 403 and refused.json()["error"] == "not_started"
+        assert start.isoformat() in refused.json()["message"]
+        info = client.get("/contest").json()
+        assert info["name"] == "KDT 2026" and info["allowance"]["can_submit"] is False
+        assert info["starts_at"] == start.isoformat()
+
+        end = datetime.now(UTC) - timedelta(seconds=1)
+        deployment.cli("admin", "contest", "set", "--start", "none", "--end", end.isoformat())
+        refused = submit(client, NOTHING)
+        assert refused.status_code == 403 and refused.json()["error"] == "ended"
+        assert _count(deployment) == 0  # nothing stored for a refusal
+
+        assert submit(organiser, NOTHING).status_code == 202  # organisers are not held to the window
+        deployment.cli("admin", "contest", "set", "--end", "none")
+        assert submit(client, NOTHING).status_code == 202
+
+
+def test_min_interval_and_hourly_limit_answer_429_with_retry_after(make_deployment, start_server, redis_url):
+    deployment = _queued_deployment(make_deployment, start_server, redis_url)
+    alice, bob = add_user(deployment, "alice"), add_user(deployment, "bob")
+    server = start_server(deployment)
+    contest.set_rules(deployment.service, min_interval_seconds=600)
+    with server.client(alice) as a, server.client(bob) as b:
+        assert submit(a, NOTHING).status_code == 202
+        refused = submit(a, NOTHING)
+        assert refused.status_code == 429 and refused.json()["error"] == "rate_limited"
+        assert 590 <= int(refused.headers["Retry-After"]) <= 600
+        assert "one submission every 600 s" in refused.json()["message"]
+        assert a.get("/contest").json()["allowance"]["retry_after"] == int(refused.headers["Retry-After"])
+        assert submit(b, NOTHING).status_code == 202  # per user
+
+        contest.set_rules(deployment.service, min_interval_seconds=None, max_per_hour=2)
+        assert submit(a, NOTHING).status_code == 202
+        refused = submit(a, NOTHING)
+        assert refused.status_code == 429 and refused.json()["error"] == "hourly_limit"
+        assert 3590 <= int(refused.headers["Retry-After"]) <= 3600
+        assert a.get("/contest").json()["allowance"]["remaining_this_hour"] == 0
+    assert _count(deployment) == 3
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_max_pending_holds_under_concurrent_submissions(backend, make_deployment, start_server, redis_url,
+                                                        workers, request):
+    url = request.getfixturevalue("postgresql_url") if backend == "postgresql" else None
+    deployment = _queued_deployment(make_deployment, start_server, redis_url, url)
+    token = add_user(deployment, "alice")
+    server = start_server(deployment)
+    contest.set_rules(deployment.service, max_pending=2)
+
+    def one(_):
+        with server.client(token) as client:
+            return submit(client, NOTHING)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(one, range(8)))
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [202, 202] + [429] * 6
+    refused = next(r for r in responses if r.status_code == 429)
+    assert refused.json()["error"] == "too_many_pending" and refused.headers["Retry-After"] == "15"
+    assert _count(deployment) == 2
+
+    workers.start(deployment, concurrency=1)  # grade the two: a slot frees
+    with server.client(token) as client:
+        for r in responses:
+            if r.status_code == 202:
+                wait_graded(client, r.json()["id"])
+        assert submit(client, NOTHING).status_code == 202
+
+
+def test_freeze_hides_new_results_from_the_public_leaderboard_until_unfreeze(make_deployment, start_server):
+    deployment = make_deployment()
+    alice, bob = add_user(deployment, "alice"), add_user(deployment, "bob")
+    server = start_server(deployment)
+    with server.client(alice) as a, server.client(bob) as b, server.client() as public:
+        first = submit(a, NOTHING).json()["id"]
+        wait_graded(a, first)
+        deployment.cli("admin", "contest", "set", "--freeze", datetime.now(UTC).isoformat())
+        better = submit(a, VADD_ONLY).json()["id"]
+        late = submit(b, VADD_ONLY).json()["id"]
+        mine = wait_graded(a, better)
+        wait_graded(b, late)
+        total = mine["total"]  # their own result, in full
+        assert total > 0 and mine["tasks"]["1"]["score"] == total and mine["status"] == "done"
+
+        board = public.get("/leaderboard").json()
+        assert board["frozen"] is True
+        assert [(r["user_name"], r["submission_id"], r["total"]) for r in board["rows"]] == [("alice", first, 0.0)]
+        assert public.get("/contest").json()["frozen"] is True
+        assert a.get("/leaderboard").json() == board  # a token changes nothing on the public board
+
+        deployment.cli("admin", "contest", "unfreeze")
+        board = public.get("/leaderboard").json()
+        assert board["frozen"] is False
+        assert [(r["user_name"], r["submission_id"], r["total"]) for r in board["rows"]] == [
+            ("alice", better, total), ("bob", late, total)]
+
+
+def test_contest_settings_are_validated(make_deployment):
+    deployment = make_deployment()
+    naive = deployment.cli("admin", "contest", "set", "--start", "2026-12-06T09:00", check=False)
+    assert naive.returncode == 2 and "has no UTC offset" in naive.stderr
+    deployment.cli("admin", "contest", "set", "--start", "2026-12-06T09:00+08:00")
+    order = deployment.cli("admin", "contest", "set", "--end", "2026-12-06T08:00+08:00", check=False)
+    assert order.returncode == 1 and "must be after the start" in order.stderr
+    assert deployment.cli("admin", "contest", "set", "--max-pending", "0", check=False).returncode == 1
+    deployment.cli("admin", "contest", "set", "--end", "2026-12-06T14:00+08:00", "--min-interval", "30")
+    shown = deployment.cli("admin", "contest", "show", "--json").stdout
+    rules = json.loads(shown)
+    assert rules["starts_at"] == "2026-12-06T01:00:00+00:00" and rules["ends_at"] == "2026-12-06T06:00:00+00:00"
+    assert rules["min_interval_seconds"] == 30.0 and rules["max_pending"] is None
