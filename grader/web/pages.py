@@ -46,9 +46,10 @@ SVG_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe
 
 def page(request: Request, template: str, status: int = 200, **context) -> Response:
     """Render with the page headers, the caller's account and the contest rules."""
-    service = request.app.state.service
-    context.setdefault("account", session.page_account(request))
-    context.setdefault("rules", contest.get_rules(service))
+    if "account" not in context:
+        context["account"] = session.page_account(request)
+    if "rules" not in context:
+        context["rules"] = contest.get_rules(request.app.state.service)
     return views.render(request, template, status, headers=PAGE_HEADERS, **context)
 
 

@@ -15,7 +15,7 @@ import pytest
 from grader import traces
 from judger.grading import grade_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
-from pages_testlib import EXAMPLES, FIXTURES, ROOT, server, wait_until  # noqa: F401  (server: a fixture)
+from pages_testlib import EXAMPLES, ROOT, VADD_ONLY, server, wait_until  # noqa: F401  (server: a fixture)
 from tests.shared_services import require
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -70,7 +70,7 @@ def api_status(server, token: str, submission_id: int) -> dict:
 def test_contestant_day_in_the_browser(server, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     alice, bob = server.add_user("alice", display_name="Alice A."), server.add_user("bob")
-    bobs = api_submit(server, bob, FIXTURES / "vadd_only.py")
+    bobs = api_submit(server, bob, VADD_ONLY)
     wait_until(lambda: api_status(server, bob, bobs)["status"] == "done", 300, "bob's submission")
 
     # a second browser context watches the public scoreboard the whole time

@@ -15,9 +15,8 @@ import pytest
 from grader import traces
 from judger.grading import grade_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
-from pages_testlib import FIXTURES, csrf_of, login, server, wait_until  # noqa: F401  (server: a fixture)
-
-SMALL = FIXTURES / "vadd_only.py"
+from pages_testlib import VADD_ONLY as SMALL
+from pages_testlib import csrf_of, server, submit_page, wait_done, wait_until  # noqa: F401  (server: a fixture)
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -26,20 +25,6 @@ def local_profile(task_id: int, index: int):
     kernel = kernel_for_task(load_submission(SMALL), task_id)
     result = grade_point(kernel, get_task(task_id), get_point(task_id, index), profile=profile)
     return result, profile
-
-
-def submit_page(client: httpx.Client, path=SMALL, name=None) -> httpx.Response:
-    form = client.get("/submit")
-    assert form.status_code == 200
-    action = unescape(re.search(r'<form method="post" action="(/submit\?csrf=[0-9a-f]+)"', form.text).group(1))
-    return client.post(action, files={"file": (name or path.name, path.read_bytes(), "text/x-python")})
-
-
-def wait_done(client: httpx.Client, submission_id: int) -> dict:
-    def done():
-        doc = client.get(f"/submissions/{submission_id}/status.json").json()
-        return doc if doc["status"] in ("done", "failed") else None
-    return wait_until(done, 300, f"submission {submission_id} to be graded", interval=0.5)
 
 
 def cells(html: str, marker: str) -> list[str]:
@@ -74,7 +59,7 @@ def test_login_sets_an_httponly_strict_cookie_and_logout_clears_it(server):
     out = client.post("/logout", data={"csrf": csrf_of(page.text)})
     assert out.status_code == 303 and 'kdt_session=""' in out.headers["set-cookie"]
     assert client.get("/submissions").status_code == 303
-    assert token not in server.log.read_text()
+    assert token not in server.log()
 
 
 def test_submit_grade_and_read_the_results_page(server):
@@ -108,7 +93,7 @@ def test_submit_grade_and_read_the_results_page(server):
     assert svg.headers["content-type"] == "image/svg+xml" and "default-src 'none'" in svg.headers["content-security-policy"]
     root = ET.fromstring(svg.text)
     bars = [el for el in root.iter(f"{SVG}rect") if "tl-bar" in el.get("class", "")]
-    assert len(bars) == len(profile.trace(0)) == 6
+    assert len(bars) == len(profile.trace(0)) == 6  # fill, fill, load, load, add, store
     perfetto = client.get("/submissions/1/points/1/1/perfetto.json")
     assert perfetto.headers["content-disposition"] == 'attachment; filename="submission-1-task1-point1.perfetto.json"'
     assert perfetto.json() == json.loads(json.dumps(profile.to_perfetto()))
@@ -131,8 +116,7 @@ def test_submit_grade_and_read_the_results_page(server):
 def test_user_text_is_escaped_everywhere(server):
     token = server.add_user("mallory", display_name='<img src=x onerror="alert(1)">')
     client = server.client(token)
-    hostile = FIXTURES / "vadd_only.py"
-    assert submit_page(client, hostile, name='<b onmouseover=alert(2)>x.py').status_code == 303
+    assert submit_page(client, SMALL, name='<b onmouseover=alert(2)>x.py').status_code == 303
     wait_done(client, 1)
     for path in ("/submissions/1", "/submissions", "/"):
         html = client.get(path).text
@@ -197,7 +181,8 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
     page = admin.get("/admin")
     assert page.status_code == 200
     row = cells(page.text, 'data-id="1"')
-    assert [row[0], row[1], row[3], row[4], row[-2]] == ["1", "alice", "vadd_only.py", "done", "5.82"]
+    total = httpx.get(f"{server.url}/api/v1/submissions/1", headers={"Authorization": f"Bearer {alice}"}).json()["total"]
+    assert [row[0], row[1], row[3], row[4], row[-2]] == ["1", "alice", "vadd_only.py", "done", f"{total:.2f}"]
     assert "0 points queued · 0 running · 0 stuck" in page.text
     assert re.search(r"<tr><td>[^<]+:\d+</td><td><time", page.text)  # the worker that graded it, seen recently
     csrf = csrf_of(page.text)

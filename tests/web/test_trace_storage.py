@@ -12,7 +12,7 @@ from judger.grading import grade_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
 from judger.verdicts import PointResult, Verdict
 
-SMALL = Path(__file__).parent / "fixtures" / "vadd_only.py"
+SMALL = Path(__file__).resolve().parents[1] / "judger" / "fixtures" / "vadd_only.py"  # task 1 only
 
 
 def local_record(task_id: int, index: int) -> dict:
@@ -37,7 +37,7 @@ def test_the_judge_stores_each_points_trace_and_a_rejudge_replaces_it(tmp_path):
             local = local_record(task, index)
             assert record == traces.decode(traces.encode(local))
             assert record["kernel_cycles"] == state["points"][index]["cycles"]
-        assert stored[(1, 1)]["jobs"] == 128 and traces.traced_jobs(stored[(1, 1)]) == [0, 1, 2, 3]
+        assert stored[(1, 1)]["jobs"] == 256 and traces.traced_jobs(stored[(1, 1)]) == [0, 1, 2, 3]
         assert [e[0] for e in traces.job_trace(stored[(1, 1)], 0)] == ["fill", "fill", "load", "load", "add", "store"]
 
         with service.session() as session:  # a rejudge: the new result of each point brings its own trace
