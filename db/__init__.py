@@ -3,7 +3,7 @@
 Modules (one concept each): `base` (declarative base, naming convention, UTC timestamps), `users`,
 `submissions`, `compiled` (compiled test points, between compile and judge), `outbox` (messages
 to send, written in the transaction they follow from), `locks` (leases: one sweeper at a time),
-`results` (per test point
+`traces` (each graded point's compressed trace, for the timeline pictures), `results` (per test point
 rows; `record_result`, `claim_attempt`), `status` (derived submission status), `totals`
 (`finalize_submission`), `pending` (sweeper query), `rejudge` (reset for a rejudge), `leaderboard`,
 `session` (engines, `session_scope`), `migrate` (Alembic, programmatic), `models` (all metadata).
@@ -26,6 +26,7 @@ from db.session import make_engine, make_session_factory, resolve_url, session_s
 from db.status import SubmissionStatus, submission_status
 from db.submissions import create_submission, get_submission
 from db.totals import finalize_submission, mean_task_score
+from db.traces import delete_traces, get_trace, get_traces, store_trace, traced_points
 from db.users import get_or_create_user, get_user
 
 __all__ = [
@@ -49,11 +50,14 @@ __all__ = [
     "compiled_points",
     "create_submission",
     "delete_compiled",
+    "delete_traces",
     "finalize_submission",
     "get_compiled",
     "get_or_create_user",
     "get_result",
     "get_submission",
+    "get_trace",
+    "get_traces",
     "get_user",
     "leaderboard",
     "list_results",
@@ -66,6 +70,8 @@ __all__ = [
     "resolve_url",
     "session_scope",
     "store_compiled",
+    "store_trace",
     "submission_ids",
     "submission_status",
+    "traced_points",
 ]

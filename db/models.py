@@ -10,9 +10,10 @@ from db.locks import Lease
 from db.outbox import OutboxRow
 from db.results import TestPointResult
 from db.submissions import Submission
+from db.traces import PointTrace
 from db.users import User
 
 metadata = Base.metadata
 
-__all__ = ["Base", "CompiledPoint", "ContestSettings", "Lease", "OutboxRow", "Submission", "TestPointResult",
-           "User", "metadata"]
+__all__ = ["Base", "CompiledPoint", "ContestSettings", "Lease", "OutboxRow", "PointTrace", "Submission",
+           "TestPointResult", "User", "metadata"]

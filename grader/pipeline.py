@@ -6,7 +6,8 @@ the embedded mode and the Celery workers, so all of them give identical numbers.
    ``{"verdict": "CE"|"SV"|"IE", "message": ...}``, plus ``compile_s``.
 2. ``judge(task_id, index, compiled_point, settings)``: trusted. Loads the IR strictly, runs the test
    point with ``judger.grading.judge_compiled`` (the only place scores are computed) and returns a
-   ``PointResult``; a ``MemoryError`` of this process becomes ``MLE``.
+   ``PointResult``; a ``MemoryError`` of this process becomes ``MLE``. ``judge_traced`` also returns the
+   compressed trace of the first trial (``grader.traces``), which the service stores for the pages.
 
 ``grade_source`` chains both, fanning the test points out over a process pool whose workers carry the
 grading memory limit.
@@ -22,6 +23,7 @@ from judger.grading import judge_compiled
 from judger.tasks import all_points, get_point, get_task
 from judger.verdicts import PointResult, Verdict
 
+from . import traces
 from .audit import audit_source
 from .compile import Failure, compile_submission
 from .config import Settings
@@ -79,6 +81,20 @@ def judge_fault(compiled: dict) -> bool:
 
 def judge(task_id: int, index: int, compiled_point: dict, settings: Settings) -> PointResult:
     """Grade one test point from its compiled point (trusted; runs no submission code)."""
+    return _judge(task_id, index, compiled_point, settings, None)
+
+
+def judge_traced(task_id: int, index: int, compiled_point: dict, settings: Settings
+                 ) -> tuple[PointResult, bytes | None]:
+    """``judge``, also recording the first trial's trace (``grader.traces``: jobs 0-3, capped,
+    compressed); the trace is None when nothing was launched or no job ran."""
+    profile = traces.profile_for_judging()
+    result = _judge(task_id, index, compiled_point, settings, profile)
+    record = traces.record_of(profile)
+    return result, (None if record is None else traces.encode(record))
+
+
+def _judge(task_id: int, index: int, compiled_point: dict, settings: Settings, profile) -> PointResult:
     task, point = get_task(task_id), get_point(task_id, index)
     compile_s = float(compiled_point.get("compile_s", 0.0))
     if "ir" not in compiled_point:
@@ -88,7 +104,8 @@ def judge(task_id: int, index: int, compiled_point: dict, settings: Settings) ->
     t0 = time.perf_counter()
     try:
         compiled = kdt.CompiledKernel.from_json(compiled_point["ir"])
-        return judge_compiled(compiled, task, point, timeout=settings.sim_timeout_seconds, compile_s=compile_s)
+        return judge_compiled(compiled, task, point, timeout=settings.sim_timeout_seconds, compile_s=compile_s,
+                              profile=profile)
     except kdt.IRFormatError as exc:
         verdict, message = Verdict.SV, f"security violation: malformed compiled kernel: {exc}"
     except MemoryError:

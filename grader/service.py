@@ -347,9 +347,10 @@ class Service:
         return compiled, generation
 
     def finish_point(self, submission_id: int, result: PointResult, worker: str,
-                     generation: int | None = None) -> dict | None:
-        """Record a test point's result (idempotent), then try the totals in a new transaction; both are
-        retried while the database is away."""
+                     generation: int | None = None, trace: bytes | None = None) -> dict | None:
+        """Record a test point's result and its trace (``pipeline.judge_traced``; None deletes an old one)
+        in one transaction (idempotent), then try the totals in a new transaction; both are retried while
+        the database is away."""
         timings = result.timings or {}
         if generation is None:
             with self.session() as session:
@@ -361,6 +362,7 @@ class Service:
                                  result.cycles, result.score, result.message, worker,
                                  wall_seconds=max(0.0, timings.get("total_s", 0.0) - timings.get("compile_s", 0.0)),
                                  generation=generation)
+                db.store_trace(session, submission_id, result.task, result.point, trace)
 
         self.retry(record, f"recording test point {result.task}.{result.point} of submission {submission_id}")
         return self.retry(lambda: self.finalize(submission_id), f"storing the totals of submission {submission_id}")
@@ -379,11 +381,11 @@ class Service:
         if begun is None:
             return None
         if isinstance(begun, PointResult):
-            result = begun
+            result, trace = begun, None
         else:
             with Heartbeat(self, submission_id, [(task, point)], worker):
-                result = pipeline.judge(task, point, begun, self.settings)
-        self.finish_point(submission_id, result, worker, generation)
+                result, trace = pipeline.judge_traced(task, point, begun, self.settings)
+        self.finish_point(submission_id, result, worker, generation, trace)
         return result
 
     def grade_embedded(self, submission_id: int, points: Iterable[tuple[int, int]] | None = None,
@@ -432,7 +434,7 @@ class Service:
                     continue
                 beating.append((task, point))
                 try:
-                    future = pool.submit(pipeline.judge, task, point, begun, self.settings)
+                    future = pool.submit(pipeline.judge_traced, task, point, begun, self.settings)
                 except concurrent.futures.BrokenExecutor:
                     died.append((task, point))
                     continue
@@ -440,11 +442,11 @@ class Service:
             for future in concurrent.futures.as_completed(futures):
                 task, point, generation = futures[future]
                 try:
-                    result = future.result()
+                    result, trace = future.result()
                 except Exception:  # the pool process died (killed, out of memory): try the point again
                     died.append((task, point))
                     continue
-                self.finish_point(submission_id, result, worker, generation)
+                self.finish_point(submission_id, result, worker, generation, trace)
                 if on_result:
                     on_result(result)
         return sorted(died)

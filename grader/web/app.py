@@ -3,8 +3,9 @@
 ``app.state`` carries ``settings``, ``service`` (one ``grader.service.Service`` for the process; its engine
 is thread-safe and every call opens its own transaction) and ``dispatcher`` (``grading.Dispatcher``).
 The lifespan creates or upgrades the schema (embedded mode, as ``submit`` does), starts the dispatcher
-(and in broker mode the outbox dispatcher and sweeper loops) and closes them at shutdown. Routers, one per audience: ``api_contestant``, ``api_public``, ``api_admin``
-(pages add their own). The OpenAPI document is at ``/api/v1/openapi.json``, the docs at ``/api/v1/docs``.
+(and in broker mode the outbox dispatcher and sweeper loops) and closes them at shutdown. Routers, one per
+audience: ``api_contestant``, ``api_public``, ``api_admin`` (pages: ``pages_setup.install_pages``). The
+OpenAPI document is at ``/api/v1/openapi.json``, the docs at ``/api/v1/docs``.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from grader.version import grader_version
 from . import api_admin, api_contestant, api_public
 from .errors import install_error_handlers
 from .grading import Dispatcher
+from .pages_setup import install_pages
 
 API_ROUTERS = (api_contestant.router, api_public.router, api_admin.router)
 
@@ -52,4 +54,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router)
+    install_pages(app)
     return app

@@ -9,7 +9,8 @@ from db.migrate import downgrade, upgrade
 from db.models import metadata
 from db.session import make_engine
 
-TABLES = {"users", "submissions", "test_point_results", "compiled_points", "contest_settings", "outbox", "leases"}
+TABLES = {"users", "submissions", "test_point_results", "compiled_points", "contest_settings", "outbox", "leases",
+          "point_traces"}
 
 
 def _differences(url):
