@@ -2,7 +2,9 @@
 
 Everything user-controlled (user and file names, messages, worker names, printed kernel output) goes
 through ``safe`` (``rich.markup.escape``) before rich renders it: a user called ``[/oops]`` or a kernel
-raising ``RuntimeError("[/red]")`` is shown as typed, never read as markup.
+raising ``RuntimeError("[/red]")`` is shown as typed, never read as markup; and terminal control characters
+(ESC sequences that clear the screen, move the cursor or write the clipboard) are shown as ``\x1b``-style
+escapes (``printable``), so a contestant's text cannot rewrite an organiser's terminal.
 
 The same ``result_table`` renders ``kdt-grade local`` (``PointResult`` dicts) and ``kdt-grade status``
 (``Service.status``), so the two look alike and can be compared line by line.
@@ -11,6 +13,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 
 from rich.console import Console
@@ -30,9 +33,17 @@ LEADERBOARD_COLUMNS = ["rank", "user_name", "submission_id", "created", "task1",
                        "total"]
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab written as an escape (``\x1b``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def safe(value) -> str:
-    """``value`` as text rich shows literally (markup escaped); None as ``-``."""
-    return "-" if value is None else escape(str(value))
+    """``value`` as text rich shows literally (control characters escaped, markup escaped); None as ``-``."""
+    return "-" if value is None else escape(printable(str(value)))
 
 
 def dump_json(data) -> None:
@@ -114,7 +125,7 @@ def print_messages(points: list[dict]) -> None:
     for message, group in groups.items():
         where = ", ".join(f"{p['task']}.{p['point']}" for p in group)
         out.print(f"\n[bold]{safe(group[0]['verdict'])}[/bold] on test point{'s' if len(group) > 1 else ''} {where}:")
-        out.print(message, markup=False)
+        out.print(printable(message), markup=False)
 
 
 def leaderboard_table(rows: list[dict], title="Leaderboard", tasks: dict | None = None) -> Table:

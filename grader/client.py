@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import platformdirs
+
+from .polling import poll_until_final
 
 ENV_SERVER, ENV_TOKEN = "KDT_GRADE_SERVER", "KDT_GRADE_TOKEN"
 API = "/api/v1"
@@ -155,14 +156,5 @@ class Client:
              timeout: float | None = None, poll: float = 0.5, max_poll: float = 3.0) -> dict:
         """Poll the status until ``done`` or ``failed`` (the interval grows from ``poll`` to ``max_poll``
         seconds); ``on_progress(status)`` after each poll. ``TimeoutError`` after ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            state = self.status(submission_id)
-            if on_progress:
-                on_progress(state)
-            if state["status"] in ("done", "failed"):
-                return state
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"submission {submission_id} is still {state['status']} after {timeout:g} s")
-            time.sleep(poll)
-            poll = min(max_poll, poll * 1.3)
+        return poll_until_final(lambda: self.status(submission_id), submission_id, on_progress, timeout,
+                                poll, max_poll)

@@ -25,6 +25,7 @@ import numpy  # noqa: F401  (imported before the audit hook: submissions may use
 import torch  # noqa: F401
 
 import kdt  # noqa: F401
+from kdt.simulator.launch import prepare_blas_control
 from judger.grading import CompileFailed, compile_point, kernel_for_task, load_submission
 from judger.tasks import get_task
 
@@ -42,6 +43,7 @@ def main(argv=None) -> int:
     points = [tuple(int(x) for x in p.split(":")) for p in args.points.split(",") if p]
     source = os.path.abspath(args.submission)
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; the child must write nothing
+    prepare_blas_control()  # the simulator's own ctypes loads happen now, before the hook (autotuning kernels)
     events = audithook.install(_allowed_roots(source)).events
     # Our own code is loaded: from here on a death is the submission's doing, before it the judge's.
     out.write(json.dumps({"ready": True}) + "\n")

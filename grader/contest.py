@@ -91,13 +91,29 @@ def get_rules(service: Service) -> Rules:
         return Rules.from_row(contest_db.get_contest(session))
 
 
+MAX_INTERVAL_SECONDS = 7 * 24 * 3600  # a week: more is a typo (and infinity would break every Retry-After)
+MAX_COUNT = 1_000_000                  # per hour / pending: far above any contest, far below a 64-bit column
+
+
+def _plausible(moment: datetime) -> bool:
+    """A contest time in the years 2000-2999 (UTC); anything else is a typo (or overflows)."""
+    try:
+        return 2000 <= moment.astimezone(UTC).year <= 2999
+    except OverflowError:
+        return False
+
+
 def _validated(current: Rules, changes: dict[str, Any]) -> dict[str, Any]:
     merged = {**asdict(current), **changes}
-    if merged["min_interval_seconds"] is not None and merged["min_interval_seconds"] < 0:
-        raise BadRequest("--min-interval must be >= 0 seconds")
+    interval = merged["min_interval_seconds"]
+    if interval is not None and not 0 <= interval <= MAX_INTERVAL_SECONDS:  # also refuses nan and inf
+        raise BadRequest(f"--min-interval must be between 0 and {MAX_INTERVAL_SECONDS} seconds, got {interval}")
     for key, option in (("max_per_hour", "--max-per-hour"), ("max_pending", "--max-pending")):
-        if merged[key] is not None and merged[key] < 1:
-            raise BadRequest(f"{option} must be >= 1 (unset it with `none` for no limit)")
+        if merged[key] is not None and not 1 <= merged[key] <= MAX_COUNT:
+            raise BadRequest(f"{option} must be between 1 and {MAX_COUNT} (unset it with `none` for no limit)")
+    for key in ("starts_at", "ends_at", "freeze_at"):
+        if merged[key] is not None and not _plausible(merged[key]):
+            raise BadRequest(f"{key}: {merged[key].isoformat()} is not a plausible contest time")
     if merged["starts_at"] and merged["ends_at"] and merged["ends_at"] <= merged["starts_at"]:
         raise BadRequest(f"the end ({merged['ends_at'].isoformat()}) must be after the start "
                          f"({merged['starts_at'].isoformat()})")

@@ -309,11 +309,28 @@ def _sandbox_uid():
             os.close(fd)
             continue
         try:
+            _remove_stale_workdirs(uid)
             yield uid, uid
         finally:
             os.close(fd)  # releases the lock
         return
     raise RuntimeError(f"all {UID_SLOTS} sandbox user ids are in use")
+
+
+def _remove_stale_workdirs(uid: int) -> None:
+    """Delete work directories still owned by ``uid`` (we hold its lock, so no run uses them): a judge
+    killed mid-run (SIGKILL, a lost machine) leaves its child's directory, with a submission's source in
+    it, which the next child running as ``uid`` could otherwise read."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        path = os.path.join(tmp, name)
+        if not name.startswith("kdt-sandbox-") or path == UID_LOCK_DIR:
+            continue
+        try:
+            if os.lstat(path).st_uid == uid:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def _interpreter(user):

@@ -48,6 +48,7 @@ from .config import Settings, load_settings
 from .errors import ServiceUnavailable  # noqa: F401 (re-exported: what accept and rejudge raise)
 from .heartbeat import CompileLease, Heartbeat
 from .pipeline import ALL_POINTS, Rejected
+from .polling import poll_until_final
 from .transient import is_transient, retry_transient, unavailable
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,8 @@ class Service:
         name = Path(file_name).name
         if not name or len(name) > 255:
             raise Rejected(f"the file name must have 1..255 characters, got {name!r}")
+        if not name.isprintable():
+            raise Rejected(f"the file name must not contain control characters, got {name!r}; rename the file")
         if not user or len(user) > 100:
             raise Rejected(f"the user name must have 1..100 characters, got {user!r}")
         sha = storage.sha256_of(data)
@@ -557,16 +560,7 @@ class Service:
              timeout: float | None = None, poll: float = 0.5) -> dict:
         """Poll ``status`` until the submission is ``done`` or ``failed``; ``on_progress(status)`` after
         each poll. Raises ``TimeoutError`` after ``timeout`` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            state = self.status(submission_id)
-            if on_progress:
-                on_progress(state)
-            if state["status"] in ("done", "failed"):
-                return state
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"submission {submission_id} is still {state['status']} after {timeout:g} s")
-            time.sleep(poll)
+        return poll_until_final(lambda: self.status(submission_id), submission_id, on_progress, timeout, poll)
 
     def leaderboard(self) -> list[dict]:
         """Each user's best scored submission, best first (ties: the earlier submission)."""

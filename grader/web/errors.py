@@ -80,7 +80,8 @@ def _allowed_methods(request: Request) -> list[str]:
                    for route in request.app.router.routes)]
 
 
-async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """Starlette's HTTP errors (404, 405 with a full ``Allow``, ...) as ``{"error", "message"}``."""
     message = exc.detail if isinstance(exc.detail, str) else "request failed"
     headers = dict(getattr(exc, "headers", None) or {})
     if exc.status_code == 404 and message == "Not Found":
@@ -91,7 +92,8 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
     return error_response(exc.status_code, _HTTP_CODES.get(exc.status_code, "error"), message, headers or None)
 
 
-async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 ``invalid_request`` naming up to five bad parameters (never echoing their values)."""
     problems = []
     for error in exc.errors()[:5]:  # the location and the reason; never the (possibly huge) input itself
         where = ".".join(str(part) for part in error.get("loc", ()))
@@ -111,6 +113,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Rejected, _rejected)
     for unavailable in (ServiceUnavailable, OperationalError, InterfaceError):
         app.add_exception_handler(unavailable, _unavailable)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(Exception, _crash)

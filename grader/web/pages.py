@@ -31,7 +31,7 @@ from grader.refusals import Forbidden, NotAuthenticated, NotFound, Refusal
 from . import pages_render as views
 from . import session
 from .timeline import timeline_height, timeline_svg
-from .upload import read_upload
+from .upload import read_upload_form
 
 router = APIRouter(include_in_schema=False)
 
@@ -143,7 +143,7 @@ def _submit_page(request: Request, account, status: int = 200, error: str | None
     token = session.session_token(request)
     return page(request, "submit.html", status, account=account, rules=rules, allowance=allowance, error=error,
                 limit_lines=views.limit_lines(rules), max_bytes=service.settings.submission_max_bytes,
-                action=f"/submit?csrf={session.csrf_for(token)}")
+                csrf=session.csrf_for(token))
 
 
 @router.get("/submit")
@@ -155,16 +155,19 @@ def submit_form(request: Request) -> Response:
 
 
 @router.post("/submit")
-async def submit(request: Request, csrf: str = Query("", max_length=128)) -> Response:
-    """Upload from the form: stored and queued (303 to its page), or the form again with the refusal."""
+async def submit(request: Request) -> Response:
+    """Upload from the form: stored and queued (303 to its page), or the form again with the refusal. The
+    CSRF token is a field of the multipart body (never in the URL, so never in an access log)."""
     account = await run_in_threadpool(session.page_account, request)
     if account is None:
         return to_login(request)
     service = request.app.state.service
     try:
-        session.check_csrf(request, csrf)
-        name, data = await read_upload(request, service.settings.submission_max_bytes)
-        admit = None if account.is_admin else contest.admit
+        admit = None if account.is_admin else contest.admit  # organisers are not held to the window and limits
+        if admit is not None:  # before the upload is read or parsed: a refused contestant costs nothing
+            await run_in_threadpool(contest.check, service, account.id)
+        name, data, fields = await read_upload_form(request, service.settings.submission_max_bytes)
+        session.check_csrf(request, fields.get("csrf", "")[:128])
         submission_id = await run_in_threadpool(service.accept, data, name, account.name, admit)
     except Rejected as exc:
         return await run_in_threadpool(_submit_page, request, account, 400, f"{exc}. Nothing was stored.")

@@ -6,7 +6,9 @@ are ``db.leaderboard`` rows.
 """
 from __future__ import annotations
 
-from pydantic import AwareDatetime, BaseModel, Field
+from typing import Annotated
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 
 class Accepted(BaseModel):
@@ -146,7 +148,10 @@ class Rules(BaseModel):
 
 
 class RulesChange(BaseModel):
-    """Rules to change; a field left out stays, a field set to null is cleared (no limit)."""
+    """Rules to change; a field left out stays, a field set to null is cleared (no limit). Unknown fields
+    and non-finite numbers are refused (422); ranges are checked by ``grader.contest.set_rules`` (400)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str | None = Field(None, max_length=200)
     starts_at: AwareDatetime | None = None
@@ -158,7 +163,9 @@ class RulesChange(BaseModel):
 
 
 class RejudgeRequest(BaseModel):
-    ids: list[int] = Field(default_factory=list)
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[Annotated[int, Field(ge=1, le=2**62)]] = Field(default_factory=list, max_length=100_000)
     user: str | None = None
     all: bool = False
 

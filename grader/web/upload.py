@@ -36,6 +36,13 @@ async def _capped(request: Request, cap: int, max_bytes: int) -> AsyncIterator[b
 async def read_upload(request: Request, max_bytes: int) -> tuple[str, bytes]:
     """``(file name, bytes)`` of the multipart field ``file``. Raises ``TooLarge`` (413) past ``max_bytes``
     and ``BadRequest`` (400) for a body that is not multipart/form-data or has no ``file`` field."""
+    name, data, _fields = await read_upload_form(request, max_bytes)
+    return name, data
+
+
+async def read_upload_form(request: Request, max_bytes: int) -> tuple[str, bytes, dict[str, str]]:
+    """``read_upload`` plus the form's small text fields (at most 8, each at most 16 KiB), such as the
+    page form's ``csrf``; same errors."""
     content_type = request.headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
         raise BadRequest("send the file as multipart/form-data in the field `file` "
@@ -59,8 +66,9 @@ async def read_upload(request: Request, max_bytes: int) -> tuple[str, bytes]:
             raise BadRequest("the form has no file in the field `file`", code="bad_upload")
         data = await upload.read()
         name = upload.filename or "submission.py"
+        fields = {key: value for key, value in form.multi_items() if isinstance(value, str)}
     finally:
         await form.close()
     if len(data) > max_bytes:
         raise TooLarge(f"the file is {len(data)} bytes; the limit is {max_bytes} bytes. Nothing was stored.")
-    return name, data
+    return name, data, fields

@@ -21,11 +21,21 @@ TORCH_DTYPES = torch_dtypes()
 _BLAS: list = []  # one ThreadpoolController, made on first launch (it scans the loaded libraries)
 
 
+def prepare_blas_control() -> None:
+    """Find the process's BLAS/OpenMP libraries and their thread-count functions now (``threadpoolctl``
+    opens each with ``ctypes``), once.
+    The sandboxed compile child calls this before its audit hook goes in, so that a submission calling
+    ``kdt.launch_kernel`` itself (autotuning) does not make the judge's own library loads look like its."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+        with _BLAS[0].limit(limits=1, user_api="blas"):  # looks up (and caches) the libraries' functions
+            pass
+
+
 def _single_threaded_blas():
     """Tiles are small: BLAS threads only spin against each other (and against other workers) on a
     loaded machine, which once made a 0.3 s launch take 20 s. Cycle counts never depend on this."""
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
+    prepare_blas_control()
     return _BLAS[0].limit(limits=1, user_api="blas")
 
 

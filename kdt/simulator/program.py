@@ -318,26 +318,13 @@ class ProgramBuilder:
         holds_issue = spec.klass != "free"
         unit_name = UNIT_OF_CLASS[spec.klass]
         static_latency = latency if isinstance(latency, int) else None
-        only_job0 = s.op == "print" and s.args["print_only_if_job0"]
-
-        # Operands whose view is constant are resolved now (an out-of-bounds one keeps its resolver,
-        # so the error is raised when, and only if, the instruction executes).
-        fixed_ins = _prefetch(in_res)
-        fixed_out = (_prefetch([out_res]) or [None])[0] if out_res is not None else None
+        execute = _executor(s, in_res, out_res, compute, check, where)
 
         def run_inst(env):
-            if only_job0 and env[0] != 0:
-                return  # spec §3: no output and no timing at all in other jobs
-            try:
-                ins = fixed_ins if fixed_ins is not None else [r(env) for r in in_res]
-                out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
-                if check is not None:
-                    check(ins, out, env)
-                compute(ins, out, env)
-            except LaunchError:
-                raise
-            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-                raise scalar_error(where, exc) from None
+            operands = execute(env)
+            if operands is None:
+                return  # spec §3: a print only for job 0, in another job: no output and no timing at all
+            ins, out = operands
             issue = state.next_issue
             if unit:
                 free = state.free[unit]
@@ -387,7 +374,8 @@ class ProgramBuilder:
 
     def untimed(self, s, in_res, out_res, compute, check, where):
         """The functional-only closure of a tile instruction (``launch_kernel(..., timing=False)``): the
-        same resolution, checks, computation and errors as ``timed``, without the §4 timing update."""
+        same resolution, checks, computation and errors as ``timed`` (one ``_executor``), without the §4
+        timing update."""
         only_job0 = s.op == "print" and s.args["print_only_if_job0"]
         fixed_ins = _prefetch(in_res)
         fixed_out = (_prefetch([out_res]) or [None])[0] if out_res is not None else None
@@ -401,21 +389,7 @@ class ProgramBuilder:
                 except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
                     raise scalar_error(where, exc) from None
             return run_fixed
-
-        def run_inst(env):
-            if only_job0 and env[0] != 0:
-                return
-            try:
-                ins = fixed_ins if fixed_ins is not None else [r(env) for r in in_res]
-                out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
-                if check is not None:
-                    check(ins, out, env)
-                compute(ins, out, env)
-            except LaunchError:
-                raise
-            except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
-                raise scalar_error(where, exc) from None
-        return run_inst
+        return _executor(s, in_res, out_res, compute, check, where)
 
 
 def _chain(*checks):
@@ -428,6 +402,33 @@ def _chain(*checks):
         for c in checks:
             c(ins, out, env)
     return run
+
+
+def _executor(s, in_res, out_res, compute, check, where):
+    """``execute(env) -> (ins, out)``: resolve the operands' views, run the launch-time ``check`` and the
+    functional ``compute`` of one tile instruction (spec §3), with scalar errors located at ``where``;
+    None (nothing done) for a ``print_only_if_job0`` print in another job. Operands whose view is
+    constant are resolved once, now (an out-of-bounds one keeps its resolver, so the error is raised when,
+    and only if, the instruction executes)."""
+    only_job0 = s.op == "print" and s.args["print_only_if_job0"]
+    fixed_ins = _prefetch(in_res)
+    fixed_out = (_prefetch([out_res]) or [None])[0] if out_res is not None else None
+
+    def execute(env):
+        if only_job0 and env[0] != 0:
+            return None
+        try:
+            ins = fixed_ins if fixed_ins is not None else [r(env) for r in in_res]
+            out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
+            if check is not None:
+                check(ins, out, env)
+            compute(ins, out, env)
+        except LaunchError:
+            raise
+        except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
+            raise scalar_error(where, exc) from None
+        return ins, out
+    return execute
 
 
 def _prefetch(resolvers):

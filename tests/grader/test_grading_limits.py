@@ -38,3 +38,14 @@ def test_running_out_of_grading_memory_is_mle_and_enough_memory_is_ac_or_wa():
     assert "more than" in tight["message"] and "MiB of memory" in tight["message"]
     roomy = judge_with_margin(compiled, 2048)  # the same kernel with room: it runs (wrong output: WA)
     assert roomy["verdict"] == "WA" and roomy["cycles"] is not None
+
+
+def test_a_kernel_that_launches_itself_while_compiling_is_graded_like_the_judger_grades_it():
+    """Autotuning: `.compile` calls the public `kdt.launch_kernel`. The simulator's own library loads
+    (threadpoolctl's ctypes) happen before the sandbox's audit hook, so this is AC, as in `judger.py`."""
+    from grader.pipeline import grade_source
+
+    source = (Path(__file__).parent / "fixtures" / "autotune_launch.py").read_bytes()
+    results = grade_source(source, load_settings(), points=[(1, 0), (1, 1)])
+    assert [(r.verdict.value, r.cycles) for r in results] == [("AC", 1760), ("AC", 112640)], \
+        [r.message for r in results]

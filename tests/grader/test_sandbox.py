@@ -1,5 +1,6 @@
 """The sandboxed child (grader.sandbox): real subprocesses doing hostile things, and the limits holding."""
 import os
+import shutil
 import textwrap
 
 import pytest
@@ -150,3 +151,30 @@ def test_escaped_process_is_killed():
     """)
     assert r.ok and r.stdout == b"parent done\n"
     assert r.killed_escapees == 1  # and "exited", not "timeout": its open pipes did not hold us
+
+
+def test_a_work_directory_left_by_a_killed_run_is_removed_before_its_user_id_runs_again(tmp_path):
+    """A judge SIGKILLed mid-run leaves its child's directory (a submission's source in it) owned by the
+    child's uid; the next run with that uid must not be able to read it: it is deleted first."""
+    if os.geteuid() != 0:
+        pytest.skip("per-run sandbox users need root (the judge's workers run as root)")
+    import tempfile
+
+    from grader.sandbox import UID_BASE, UID_SLOTS
+    stale = []
+    for uid in range(UID_BASE, UID_BASE + UID_SLOTS):
+        path = tempfile.mkdtemp(prefix="kdt-sandbox-")
+        with open(os.path.join(path, "submission.py"), "w") as f:
+            f.write("SECRET = 1\n")
+        os.chown(path, uid, uid)
+        os.chmod(path, 0o700)
+        stale.append(path)
+    r = run("""
+        import os
+        print(sorted(d for d in os.listdir('/tmp') if d.startswith('kdt-sandbox-')
+                     and d != os.path.basename(os.getcwd()) and os.stat('/tmp/' + d).st_uid == os.getuid()))
+    """)
+    assert r.stdout.strip() == b"[]"
+    assert sum(not os.path.exists(p) for p in stale) >= 1  # at least the directory of the uid that ran
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)

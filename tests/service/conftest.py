@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from service_testlib import REDIS_URL, Deployment, Workers, clean_env, run_cli
+from service_testlib import REDIS_URL, Workers, clean_env, make_deployment, run_cli  # noqa: F401 (fixture)
 from tests.shared_services import fresh_postgres_schema, locked_redis
 
 
@@ -43,21 +43,6 @@ def sqlite_url(tmp_path):
 def database_url(request):
     """An empty database, once per backend."""
     return request.getfixturevalue(f"{request.param}_url")
-
-
-@pytest.fixture
-def make_deployment(tmp_path):
-    """`make_deployment(database_url=None, broker_url=None, **settings) -> Deployment`."""
-    made = []
-
-    def make(database_url=None, broker_url=None, **extra) -> Deployment:
-        deployment = Deployment(tmp_path, database_url, broker_url, **extra)
-        made.append(deployment)
-        return deployment
-
-    yield make
-    for deployment in made:
-        deployment.service.close()
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 
 from grader.config import load_settings
 from grader.service import Service
@@ -77,6 +79,22 @@ class Deployment:
 
     def wait(self, submission_id: int, timeout: float = 300) -> dict:
         return self.service.wait(submission_id, timeout=timeout, poll=0.3)
+
+
+@pytest.fixture
+def make_deployment(tmp_path):
+    """``make_deployment(database_url=None, broker_url=None, **settings) -> Deployment``; each one's service
+    is closed after the test (shared by tests/service and tests/web, whose conftests import it)."""
+    made = []
+
+    def make(database_url=None, broker_url=None, **extra) -> Deployment:
+        deployment = Deployment(tmp_path, database_url, broker_url, **extra)
+        made.append(deployment)
+        return deployment
+
+    yield make
+    for deployment in made:
+        deployment.service.close()
 
 
 class Workers:

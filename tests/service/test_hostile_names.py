@@ -57,3 +57,13 @@ def test_a_hostile_user_name_is_refused_cleanly_when_too_long(make_deployment, t
     proc = deployment.cli("submit", path, "--user", "[/x]" * 30, check=False)
     assert proc.returncode == 2 and "refused" in proc.stderr and "[/x][/x]" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_terminal_control_characters_are_shown_as_escapes_not_sent_to_the_terminal():
+    """A contestant's message cannot clear an organiser's screen, move the cursor or write the clipboard."""
+    from grader.cli_output import printable, safe
+
+    hostile = "\x1b[2J\x1b[31mFAKE AC 100\x1b]52;c;cHduZWQ=\x07 [/red]\x9b"
+    assert safe(hostile) == "\\x1b[2J\\x1b[31mFAKE AC 100\\x1b]52;c;cHduZWQ=\\x07 \\[/red]\\x9b"
+    assert printable("line 1\n\tline 2") == "line 1\n\tline 2"
+    assert not any(ord(c) < 32 and c not in "\n\t" for c in printable(hostile))

@@ -49,7 +49,8 @@ def test_refused_files_store_nothing(deployment, data, reason):
     assert _rows(deployment) == []
 
 
-@pytest.mark.parametrize("file_name, user", [("kernel.py", ""), ("kernel.py", "u" * 101), ("", "alice")])
+@pytest.mark.parametrize("file_name, user", [("kernel.py", ""), ("kernel.py", "u" * 101), ("", "alice"),
+                                             ("ok.py\x1b[2K\x1b]52;c;ZW\x07", "alice"), ("a\rb.py", "alice")])
 def test_bad_names_are_refused_before_anything_is_stored(deployment, file_name, user):
     with pytest.raises(Rejected):
         deployment.service.accept(b"x = 1\n", file_name, user)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.service.service_testlib import Deployment, Workers, clean_env, run_cli
+from tests.service.service_testlib import Workers, clean_env, make_deployment, run_cli  # noqa: F401 (fixture)
 from tests.shared_services import fresh_postgres_schema, locked_redis
 
 from weblib import Server
@@ -25,21 +25,6 @@ def redis_url():
 def postgresql_url():
     with fresh_postgres_schema("kdt_web") as url:
         yield url
-
-
-@pytest.fixture
-def make_deployment(tmp_path):
-    """``make_deployment(database_url=None, broker_url=None, **settings) -> Deployment``."""
-    made = []
-
-    def make(database_url=None, broker_url=None, **extra) -> Deployment:
-        deployment = Deployment(tmp_path, database_url, broker_url, **extra)
-        made.append(deployment)
-        return deployment
-
-    yield make
-    for deployment in made:
-        deployment.service.close()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from html import unescape
 from pathlib import Path
 
 import httpx
@@ -53,11 +52,13 @@ def csrf_of(html: str) -> str:
 
 
 def submit_page(client: httpx.Client, path: Path = VADD_ONLY, name: str | None = None) -> httpx.Response:
-    """Upload through the /submit form (its action carries the CSRF token)."""
+    """Upload through the /submit form (its CSRF token is a hidden field of the multipart body)."""
     form = client.get("/submit")
     assert form.status_code == 200
-    action = unescape(re.search(r'<form method="post" action="(/submit\?csrf=[0-9a-f]+)"', form.text).group(1))
-    return client.post(action, files={"file": (name or path.name, path.read_bytes(), "text/x-python")})
+    upload = re.search(r'<form method="post" action="/submit" enctype="multipart/form-data">(.*?)</form>',
+                       form.text, re.S).group(1)
+    return client.post("/submit", data={"csrf": csrf_of(upload)},
+                       files={"file": (name or path.name, path.read_bytes(), "text/x-python")})
 
 
 def wait_done(client: httpx.Client, submission_id: int) -> dict:

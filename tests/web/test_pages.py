@@ -65,8 +65,10 @@ def test_login_sets_an_httponly_strict_cookie_and_logout_clears_it(server):
 def test_submit_grade_and_read_the_results_page(server):
     alice, bob = server.add_user("alice"), server.add_user("bob")
     client = server.client(alice)
-    refused = client.post("/submit?csrf=0000", files={"file": ("x.py", SMALL.read_bytes())})
+    refused = client.post("/submit", data={"csrf": "0000"}, files={"file": ("x.py", SMALL.read_bytes())})
     assert refused.status_code == 403 and "did not come from this site" in refused.text
+    missing = client.post("/submit", files={"file": ("x.py", SMALL.read_bytes())})
+    assert missing.status_code == 403 and "did not come from this site" in missing.text
     assert 'class="empty"' in client.get("/submissions").text  # nothing was stored
 
     response = submit_page(client)
@@ -213,3 +215,13 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
 def test_bad_ids_are_refused_cleanly(server, path):
     client = server.client(server.add_user("alice"))
     assert client.get(path).status_code in (404, 422)
+
+
+@pytest.mark.parametrize("path", ["/submissions/abc", "/no-such-page", "/submissions/1/nothing"])
+def test_a_browser_gets_an_html_error_page_where_an_api_client_gets_json(server, path):
+    page = httpx.get(f"{server.url}{path}", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+    assert page.status_code == 404
+    assert page.headers["content-type"].startswith("text/html") and "<h1>" in page.text and "Not found" in page.text
+    api = httpx.get(f"{server.url}{path}", headers={"Accept": "application/json"})
+    assert api.status_code in (404, 422) and set(api.json()) == {"error", "message"}
+    assert httpx.get(f"{server.url}/favicon.ico").status_code == 204
