@@ -82,6 +82,8 @@ def parse_time(text: str | None) -> datetime | None:
         raise BadRequest(f"not an ISO 8601 time: {text!r} (example: 2026-12-06T09:00+08:00)") from None
     if value.tzinfo is None or value.utcoffset() is None:
         raise BadRequest(f"{text!r} has no UTC offset; write e.g. {text.strip()}+08:00 or {text.strip()}Z")
+    if not _plausible(value):
+        raise BadRequest(f"{text.strip()} is not a plausible contest time")
     return value.astimezone(UTC)
 
 

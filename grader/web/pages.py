@@ -140,10 +140,8 @@ def _submit_page(request: Request, account, status: int = 200, error: str | None
     rules = contest.get_rules(service)
     now = datetime.now(UTC)
     allowance = views.allowance_view(contest.allowance(service, account.id, now), now)
-    token = session.session_token(request)
     return page(request, "submit.html", status, account=account, rules=rules, allowance=allowance, error=error,
-                limit_lines=views.limit_lines(rules), max_bytes=service.settings.submission_max_bytes,
-                csrf=session.csrf_for(token))
+                limit_lines=views.limit_lines(rules), max_bytes=service.settings.submission_max_bytes)
 
 
 @router.get("/submit")

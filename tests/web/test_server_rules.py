@@ -141,13 +141,13 @@ def test_contest_settings_are_validated(make_deployment):
     rules = json.loads(shown)
     assert rules["starts_at"] == "2026-12-06T01:00:00+00:00" and rules["ends_at"] == "2026-12-06T06:00:00+00:00"
     assert rules["min_interval_seconds"] == 30.0 and rules["max_pending"] is None
-    for option, value, words in (("--min-interval", "inf", "between 0 and 604800 seconds"),
-                                 ("--min-interval", "nan", "between 0 and 604800 seconds"),
-                                 ("--max-per-hour", str(10**23), "between 1 and 1000000"),
-                                 ("--max-pending", str(2**63), "between 1 and 1000000"),
-                                 ("--start", "0001-01-01T00:00:00+14:00", "not a plausible contest time")):
+    for option, value, code, words in (("--min-interval", "inf", 1, "between 0 and 604800 seconds"),
+                                       ("--min-interval", "nan", 1, "between 0 and 604800 seconds"),
+                                       ("--max-per-hour", str(10**23), 1, "between 1 and 1000000"),
+                                       ("--max-pending", str(2**63), 1, "between 1 and 1000000"),
+                                       ("--start", "0001-01-01T00:00:00+14:00", 2, "not a plausible contest time")):
         refused = deployment.cli("admin", "contest", "set", option, value, check=False)
-        assert refused.returncode == 1 and words in refused.stderr, (option, value, refused.stderr)
+        assert refused.returncode == code and words in refused.stderr, (option, value, refused.stderr)
     assert json.loads(deployment.cli("admin", "contest", "show", "--json").stdout) == rules  # unchanged
 
 
@@ -156,10 +156,11 @@ def test_the_admin_api_refuses_out_of_range_settings_with_4xx_never_500(make_dep
     root = add_user(deployment, "root", admin=True)
     server = start_server(deployment)
     with server.client(root) as organiser:
-        for body, status in (({"min_interval_seconds": 1e400}, 422), ({"unknown": 1}, 422),
+        for body, status in (({"min_interval_seconds": float("inf")}, 422), ({"unknown": 1}, 422),
                              ({"max_per_hour": 10**23}, 400), ({"max_pending": 2**63}, 400),
                              ({"starts_at": "0001-01-01T00:00:00+14:00"}, 400)):
-            response = organiser.patch("/admin/contest", json=body)
+            text = json.dumps(body).replace("Infinity", "1e400")  # JSON has no infinity; 1e400 overflows to it
+            response = organiser.patch("/admin/contest", content=text, headers={"Content-Type": "application/json"})
             assert response.status_code == status and set(response.json()) == {"error", "message"}, body
         rejudge = organiser.post("/admin/rejudge", json={"ids": [99999999999999999999]})
         assert rejudge.status_code == 422
