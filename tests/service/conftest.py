@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from service_testlib import REDIS_URL, Workers, clean_env, make_deployment, run_cli  # noqa: F401 (fixture)
+from service_testlib import REDIS_URL, Workers, clean_env, local_results, make_deployment, run_cli, workers  # noqa: F401 (fixtures)
 from tests.shared_services import fresh_postgres_schema, locked_redis
 
 
@@ -45,23 +45,3 @@ def database_url(request):
     return request.getfixturevalue(f"{request.param}_url")
 
 
-@pytest.fixture
-def workers():
-    """Start workers with `workers.start(deployment)`; all are stopped after the test."""
-    pool = Workers()
-    yield pool
-    pool.stop_all()
-
-
-@pytest.fixture(scope="session")
-def local_results():
-    """`local_results(path)`: the report of `kdt-grade local PATH --json`, computed once per session."""
-    cache: dict = {}
-
-    def get(path) -> dict:
-        if path not in cache:
-            env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
-            cache[path] = json.loads(run_cli(["local", path, "--json"], env).stdout)
-        return cache[path]
-
-    return get

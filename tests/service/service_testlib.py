@@ -1,6 +1,8 @@
 """Paths and helpers shared by the service tests (fixtures are in conftest.py)."""
 from __future__ import annotations
 
+import json
+
 import os
 import signal
 import subprocess
@@ -95,6 +97,28 @@ def make_deployment(tmp_path):
     yield make
     for deployment in made:
         deployment.service.close()
+
+
+@pytest.fixture
+def workers():
+    """Start workers with ``workers.start(deployment)``; all are stopped after the test."""
+    pool = Workers()
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def local_results():
+    """``local_results(path)``: the report of ``kdt-grade local PATH --json``, once per session and file."""
+    cache: dict = {}
+
+    def get(path) -> dict:
+        if path not in cache:
+            env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
+            cache[path] = json.loads(run_cli(["local", path, "--json"], env).stdout)
+        return cache[path]
+
+    return get
 
 
 class Workers:

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.service.service_testlib import Workers, clean_env, make_deployment, run_cli  # noqa: F401 (fixture)
+from tests.service.service_testlib import Workers, clean_env, local_results, make_deployment, run_cli, workers  # noqa: F401 (fixtures)
 from tests.shared_services import fresh_postgres_schema, locked_redis
 
 from weblib import Server
@@ -42,21 +42,3 @@ def start_server():
         server.stop()
 
 
-@pytest.fixture
-def workers():
-    pool = Workers()
-    yield pool
-    pool.stop_all()
-
-
-@pytest.fixture(scope="session")
-def local_results():
-    """``local_results(path)``: ``kdt-grade local PATH --json``, once per session and file."""
-    cache: dict = {}
-
-    def get(path) -> dict:
-        if path not in cache:
-            cache[path] = json.loads(run_cli(["local", path, "--json"], {**clean_env(), "KDT_GRADE_WORKERS": "2"}).stdout)
-        return cache[path]
-
-    return get
