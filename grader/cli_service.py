@@ -18,6 +18,7 @@ from .cli_output import (dump_json, err, out, points_progress, print_leaderboard
                          show_result, show_submitted, submissions_table)
 from .config import load_settings
 from .doctor import SelfCheckFailed, self_check
+from .pool import open_pool
 from .service import Service
 
 def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: bool = False) -> None:
@@ -30,6 +31,9 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
         except pipeline.Rejected as exc:
             err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}. Nothing was stored.")
             sys.exit(2)
+        except KeyboardInterrupt:  # accept is one transaction: interrupted, it stored nothing
+            err.print(f"\n[yellow]interrupted:[/yellow] {safe(file.name)} was not submitted (nothing was stored)")
+            sys.exit(130)
         (err if as_json else out).print(f"submission {submission_id} accepted ({safe(file.name)}, user {safe(user)})")
         sys.stdout.flush()
         if service.settings.embedded:
@@ -122,7 +126,7 @@ def local(file: Path, task_id: str | None, as_json: bool) -> None:
         err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}")
         sys.exit(2)
     points = [p for p in pipeline.ALL_POINTS if task_id is None or p[0] == int(task_id)]
-    with pipeline.grading_pool(settings, min(settings.workers, len(points))) as pool:
+    with open_pool(settings, min(settings.workers, len(points))) as pool:
         if as_json:
             results = pipeline.grade_source(data, settings, points, pool)
         else:

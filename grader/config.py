@@ -11,6 +11,7 @@
 | ``KDT_GRADE_COMPILE_MEMORY_MB`` | 2048 | its address-space limit |
 | ``KDT_GRADE_SIM_TIMEOUT_SECONDS`` | 20 | wall-clock limit of one simulated launch (``TLE``) |
 | ``KDT_GRADE_GRADE_MEMORY_MB`` | 4096 | address-space limit of a grading process (``MLE``) |
+| ``KDT_GRADE_GRADE_NICE`` | 10 | CPU niceness added to a pool's grading processes (the server stays responsive) |
 | ``KDT_GRADE_MAX_ATTEMPTS`` | 3 | a test point whose worker died this often ends as ``IE`` |
 | ``KDT_GRADE_STUCK_AFTER_SECONDS`` | 900 | ``admin sweep`` without ``--older-than``: the silence that counts |
 | ``KDT_GRADE_HEARTBEAT_SECONDS`` | 5 | a worker judging a point writes its heartbeat this often |
@@ -44,6 +45,7 @@ class Settings(BaseSettings):
     compile_memory_mb: int = Field(2048, ge=256)
     sim_timeout_seconds: float = Field(20.0, gt=0)
     grade_memory_mb: int = Field(4096, ge=512)
+    grade_nice: int = Field(10, ge=0, le=19)
     max_attempts: int = Field(3, ge=1)
     stuck_after_seconds: int = Field(900, gt=0)
     heartbeat_seconds: float = Field(5.0, gt=0)

@@ -14,8 +14,6 @@ grading memory limit.
 """
 import ast
 import concurrent.futures
-import multiprocessing
-import resource
 import time
 
 import kdt
@@ -27,6 +25,7 @@ from . import traces
 from .audit import audit_source
 from .compile import Failure, compile_submission
 from .config import Settings
+from .pool import interrupts_deferred
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
 
@@ -119,7 +118,7 @@ def _judge(task_id: int, index: int, compiled_point: dict, settings: Settings, p
 def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None, on_result=None) -> list:
     """Audit, compile and judge ``points`` of one submission; results in ``points`` order.
 
-    ``pool`` is a ``concurrent.futures`` executor (see ``grading_pool``); None judges in this process.
+    ``pool`` is a ``concurrent.futures`` executor (see ``grader.pool``); None judges in this process.
     ``on_result(PointResult)`` is called as each point finishes (progress bars)."""
     compiled = prepare(source, points, settings)
     if pool is None:
@@ -129,7 +128,8 @@ def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None
             if on_result:
                 on_result(results[-1])
         return results
-    futures = {pool.submit(judge, *p, compiled[p], settings): p for p in points}
+    with interrupts_deferred():  # a Ctrl-C waits until the pool's processes are started
+        futures = {pool.submit(judge, *p, compiled[p], settings): p for p in points}
     done = {}
     for fut in concurrent.futures.as_completed(futures):
         p = futures[fut]
@@ -141,25 +141,6 @@ def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None
         if on_result:
             on_result(done[p])
     return [done[p] for p in points]
-
-
-def grading_pool(settings: Settings, workers: int | None = None) -> concurrent.futures.ProcessPoolExecutor:
-    """A process pool for ``judge`` whose processes carry the grading memory limit. ``forkserver``
-    processes start clean (no inherited threads), with kdt and the judger preloaded."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["kdt", "judger.grading", "grader.pipeline"])
-    return concurrent.futures.ProcessPoolExecutor(max_workers=workers or settings.workers, mp_context=ctx,
-                                                  initializer=limit_memory, initargs=(settings.grade_memory_mb,))
-
-
-def limit_memory(megabytes: int) -> None:
-    """Cap this process's address space, so running out is a ``MemoryError`` (``MLE``), not the OOM
-    killer taking the whole worker."""
-    limit = megabytes * 2**20
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def _failure(verdict: str, message: str, compile_s: float) -> dict:

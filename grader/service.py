@@ -26,6 +26,7 @@ attempt; only a claim (a worker that actually starts judging) does.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import os
 import socket
@@ -49,6 +50,7 @@ from .errors import ServiceUnavailable  # noqa: F401 (re-exported: what accept a
 from .heartbeat import CompileLease, Heartbeat
 from .pipeline import ALL_POINTS, Rejected
 from .polling import poll_until_final
+from .pool import interrupts_deferred, open_pool
 from .transient import is_transient, retry_transient, unavailable
 
 log = logging.getLogger(__name__)
@@ -396,7 +398,7 @@ class Service:
                        on_result: Callable[[PointResult], None] | None = None,
                        take_over: bool = False) -> dict | None:
         """Grade a submission in this process: compile once, judge the points in ``pool`` (default: a new
-        ``pipeline.grading_pool``), record each result as it comes. ``points`` defaults to those without a
+        ``grader.pool.open_pool``), record each result as it comes. ``points`` defaults to those without a
         verdict; ``take_over`` claims them even while another process's heartbeat is fresh (the sweeper).
         A point whose pool process died is tried again, alone, in a fresh process, until
         ``max_attempts``. Returns the stored totals (None if incomplete)."""
@@ -407,16 +409,12 @@ class Service:
         if missing:
             self.compile(submission_id, missing)
         worker = worker_name()
-        own_pool = pipeline.grading_pool(self.settings) if pool is None else None
-        try:
-            died = self._judge_batch(submission_id, todo, pool or own_pool, worker, on_result, take_over)
-        finally:
-            if own_pool is not None:
-                own_pool.shutdown(cancel_futures=True)
+        with contextlib.nullcontext(pool) if pool is not None else open_pool(self.settings) as batch_pool:
+            died = self._judge_batch(submission_id, todo, batch_pool, worker, on_result, take_over)
         while died:  # each point whose process died goes again, alone, in a fresh process
             again = []
             for p in died:
-                with pipeline.grading_pool(self.settings, 1) as single:
+                with open_pool(self.settings, 1) as single:
                     again += self._judge_batch(submission_id, [p], single, worker, on_result)
             died = again
         return self.finalize(submission_id)
@@ -437,7 +435,8 @@ class Service:
                     continue
                 beating.append((task, point))
                 try:
-                    future = pool.submit(pipeline.judge_traced, task, point, begun, self.settings)
+                    with interrupts_deferred():  # a Ctrl-C waits until the pool process is started
+                        future = pool.submit(pipeline.judge_traced, task, point, begun, self.settings)
                 except concurrent.futures.BrokenExecutor:
                     died.append((task, point))
                     continue

@@ -2,7 +2,7 @@
 
 - Embedded mode (no broker): a few grading threads in this process, each running
   ``Service.grade_embedded`` (the sandboxed compile, then the test points) over one shared process pool
-  (``pipeline.grading_pool``). At start, submissions left unfinished by a previous server process (it
+  (``grader.pool.grading_pool``). At start, submissions left unfinished by a previous server process (it
   stopped or crashed while they were queued or running) are queued again, so none is lost.
 - Broker mode: ``Service.enqueue`` sends the compile task to the Celery workers. If the broker cannot be
   reached the submission is still stored (the request succeeded); the failure is logged and
@@ -16,7 +16,7 @@ import threading
 from datetime import timedelta
 
 import db
-from grader import pipeline
+from grader.pool import grading_pool
 from grader.service import Service
 from judger.tasks import POINTS_PER_TASK
 
@@ -39,7 +39,7 @@ class Dispatcher:
             return
         self._threads = concurrent.futures.ThreadPoolExecutor(self.service.settings.workers,
                                                               thread_name_prefix="kdt-grade")
-        self._pool = pipeline.grading_pool(self.service.settings)
+        self._pool = grading_pool(self.service.settings)
         with self.service.session() as session:
             left = sorted({p["submission_id"] for p in db.pending_points(session, timedelta(0), POINTS_PER_TASK)})
         if left:
@@ -73,7 +73,7 @@ class Dispatcher:
             if self._pool is None or getattr(self._pool, "_broken", False):
                 if self._pool is not None:
                     self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = pipeline.grading_pool(self.service.settings)
+                self._pool = grading_pool(self.service.settings)
             return self._pool
 
     def close(self) -> None:

@@ -1,5 +1,5 @@
 """The grading process's memory limit (issue 5: ``MLE``), through ``grader.pipeline.judge`` in a real
-subprocess whose address space is capped with the pipeline's own ``limit_memory``."""
+subprocess whose address space is capped with the pool's own ``limit_memory``."""
 import json
 import subprocess
 import sys
@@ -13,7 +13,8 @@ FIXTURE = Path(__file__).parent / "fixtures" / "limits" / "big_temporary.py"
 CHILD = r"""
 import json, sys
 from grader.config import load_settings
-from grader.pipeline import judge, limit_memory
+from grader.pipeline import judge
+from grader.pool import limit_memory
 
 compiled_point = json.loads(sys.stdin.read())
 vm_kib = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1])

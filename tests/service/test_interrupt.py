@@ -49,3 +49,32 @@ def test_ctrl_c_in_embedded_mode_explains_and_the_next_start_resumes(make_deploy
         rows = db.list_results(session, 1)
     assert len(rows) == 10 and all(r["finished_at"] is not None for r in rows)
     assert deployment.status(2)["status"] == "done"
+
+
+def test_ctrl_c_while_the_grading_pool_starts_stops_every_process_quietly(make_deployment):
+    """Ctrl-C reaches the whole process group, pool processes included, and may land while the pool's
+    fork server is still importing the simulator: only the main process reacts (exit 130, its message,
+    no traceback from any process) and no grading process outlives it."""
+    deployment = make_deployment()
+    proc = subprocess.Popen(KDT_GRADE + ["submit", str(SLOW), "--user", "early"], env=deployment.env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def compiled():
+        if proc.poll() is not None:
+            raise AssertionError(f"kdt-grade submit ended early ({proc.returncode}): {proc.communicate()}")
+        if not (deployment.data_dir / "kdt-grade.sqlite3").exists():
+            return False
+        with deployment.service.session() as session:
+            return len(db.compiled_points(session, 1)) == 10 if db.get_submission(session, 1) else False
+
+    wait_until(compiled, 240, "the compiled points of submission 1", interval=0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted: submission 1 is stored" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+    def group_gone():  # the fork server and resource tracker end when they see the main process gone
+        alive = subprocess.run(["pgrep", "-a", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+        return not alive.strip() and "gone"
+    wait_until(group_gone, 10, "every process of the interrupted run to end")

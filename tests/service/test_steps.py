@@ -1,6 +1,7 @@
 """The grading steps of grader.service without a broker: attempts, duplicate deliveries, a dying pool
 process in the embedded mode, a corrupted source. Compiled points are stored directly (no sandbox)."""
 import concurrent.futures
+from concurrent.futures.process import BrokenProcessPool
 import socket
 import subprocess
 
@@ -83,7 +84,7 @@ class DyingPool(concurrent.futures.Executor):
         future = concurrent.futures.Future()
         if self.deaths:
             self.deaths -= 1
-            future.set_exception(concurrent.futures.process.BrokenProcessPool("a process died"))
+            future.set_exception(BrokenProcessPool("a process died"))
         else:
             future.set_result(fn(*args, **kwargs))
         return future

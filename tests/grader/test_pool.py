@@ -1,0 +1,66 @@
+"""The grading pool and Ctrl-C (grader/pool.py): the fork server and its pool processes ignore SIGINT, a
+SIGINT that lands while the fork server starts is raised afterwards (never lost), and ``stop_pool`` ends
+running work at once. Each case runs in a fresh interpreter: the fork server is one per process."""
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout.split()
+
+
+def test_the_fork_server_and_every_pool_process_ignore_sigint():
+    assert run("""
+        import os
+        from multiprocessing import forkserver
+        from grader.config import load_settings
+        from grader.pool import grading_pool
+        def ignores(pid):
+            mask = open(f"/proc/{pid}/status").read().split("SigIgn:")[1].split()[0]
+            return bool(int(mask, 16) & 1 << 1)  # bit 1: SIGINT (2)
+        pool = grading_pool(load_settings(workers=2))
+        workers = {pool.submit(os.getpid).result() for _ in range(4)}
+        print(ignores(forkserver._forkserver._forkserver_pid), all(map(ignores, workers)), ignores(os.getpid()))
+        pool.shutdown()
+    """) == ["True", "True", "False"]
+
+
+def test_a_sigint_while_the_fork_server_starts_is_raised_afterwards():
+    assert run("""
+        import os, signal
+        from multiprocessing import forkserver
+        import grader.pool as pool
+        start = forkserver.ensure_running
+        def start_and_ctrl_c():
+            os.kill(os.getpid(), signal.SIGINT)  # what the terminal sends, in the worst moment
+            start()
+        forkserver.ensure_running = start_and_ctrl_c
+        try:
+            pool._start_forkserver()
+            print("lost")
+        except KeyboardInterrupt:
+            print("raised")
+        print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    """) == ["raised", "True"]
+
+
+def test_stop_pool_ends_a_running_point_at_once():
+    out = run("""
+        import time
+        from grader.config import load_settings
+        from grader.pool import grading_pool, stop_pool
+        pool = grading_pool(load_settings(workers=1))
+        running = pool.submit(time.sleep, 60)
+        time.sleep(1.0)
+        stop_pool(pool)  # waited for the sleep, the future would hold its result (None), not an error
+        print(type(running.exception(timeout=0)).__name__)
+    """)
+    assert out == ["BrokenProcessPool"]
