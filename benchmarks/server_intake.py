@@ -154,7 +154,8 @@ def main() -> None:
                 busy = [service.status(b)["status"] for b in background]
                 refused = [r for r in results if r[1] != 202]
                 if refused:
-                    raise SystemExit(f"{len(refused)} POSTs were refused: {refused[:3]}")
+                    log_tail = "\n".join((tmp / "server.log").read_text(errors="replace").splitlines()[-80:])
+                    raise SystemExit(f"{len(refused)} POSTs were refused: {refused[:3]}\n--- server log\n{log_tail}")
                 latencies = sorted(r[0] * 1000 for r in results)
                 cuts = statistics.quantiles(latencies, n=100, method="inclusive")
                 print(f"POST latency over {args.n} concurrent submissions: p50 {cuts[49]:.0f} ms, p99 {cuts[98]:.0f} ms, "

@@ -11,7 +11,14 @@ SQLite, shared by several worker processes on one machine, is set up on every co
 - every transaction starts with `BEGIN IMMEDIATE`: it takes the write lock at the start, where the
   busy timeout applies. A deferred transaction that reads first and writes later can fail at once
   (SQLITE_BUSY_SNAPSHOT) whatever the timeout. It also makes read-then-write steps (totals)
-  serialisable, the SQLite counterpart of PostgreSQL's `SELECT ... FOR UPDATE`.
+  serialisable, the SQLite counterpart of PostgreSQL's `SELECT ... FOR UPDATE`;
+- except a read-only scope (`session_scope(factory, read_only=True)`): a plain deferred `BEGIN`, one
+  consistent WAL snapshot that never waits for the writer (token checks, status polls, leaderboards),
+  with `PRAGMA query_only` so that a write in it fails instead of silently taking the lock;
+- the writers of one process queue on a lock of the engine before `BEGIN IMMEDIATE`. SQLite's own busy
+  handler polls with sleeps growing to 100 ms, so 50 threads waiting for the write lock took turns
+  only every few tens of milliseconds (a second for the last upload of 50); a lock hands over at once.
+  Writers in other processes still meet at SQLite's lock and its busy timeout.
 
 PostgreSQL URLs without a driver (`postgresql://`) use psycopg 3 if installed, else psycopg2.
 (SQLAlchemy 2.1 would pick psycopg 3 only, and the project depends on psycopg2-binary.)
@@ -24,8 +31,11 @@ Public API: `resolve_url`, `make_engine`, `make_session_factory`, `session_scope
 from __future__ import annotations
 
 import importlib.util
+import os
+import threading
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -33,6 +43,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
+READ_ONLY = "kdt_read_only"  # the execution option that marks a read-only scope's connection
 
 
 def resolve_url(url: str | URL) -> URL:
@@ -64,7 +75,37 @@ def _install_sqlite_listeners(engine: Engine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        read_only = bool(connection.get_execution_options().get(READ_ONLY))
+        connection.exec_driver_sql(f"PRAGMA query_only = {int(read_only)}")
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+_WRITER_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.RLock]" = weakref.WeakKeyDictionary()
+os.register_at_fork(after_in_child=_WRITER_LOCKS.clear)  # a lock held by another thread at fork stays held
+
+
+def _writer_lock(factory: sessionmaker[Session]) -> threading.RLock | None:
+    """The in-process writer lock of a SQLite factory's engine (see the module doc); None otherwise."""
+    engine = factory.kw.get("bind")
+    if not isinstance(engine, Engine) or engine.dialect.name != "sqlite":
+        return None
+    lock = _WRITER_LOCKS.get(engine)
+    if lock is None:
+        lock = _WRITER_LOCKS.setdefault(engine, threading.RLock())
+    return lock
+
+
+@contextmanager
+def _queued_writer(factory: sessionmaker[Session]) -> Iterator[None]:
+    """Hold the writer lock (if any) for the block. After the busy timeout without it the block runs
+    anyway and meets SQLite's own lock and timeout, as it would without this queue: never a hang."""
+    lock = _writer_lock(factory)
+    held = lock is not None and lock.acquire(timeout=DEFAULT_BUSY_TIMEOUT_MS / 1000)
+    try:
+        yield
+    finally:
+        if held:
+            lock.release()
 
 
 def make_engine(url: str | URL, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, **engine_kwargs: Any) -> Engine:
@@ -98,18 +139,22 @@ def make_session_factory(bind: Engine | str | URL) -> sessionmaker[Session]:
 
 
 @contextmanager
-def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+def session_scope(factory: sessionmaker[Session], read_only: bool = False) -> Iterator[Session]:
     """Yield a new session; commit when the block ends normally, roll back and re-raise on an exception.
 
     The session is always closed. Enqueue background work only after the block has exited, so
-    that a worker never looks for rows that are not committed yet.
+    that a worker never looks for rows that are not committed yet. ``read_only``: the transaction only
+    reads (SQLite: deferred, never waits for a writer, writes refused; see the module doc).
     """
-    session = factory()
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
+    with nullcontext() if read_only else _queued_writer(factory):
+        session = factory()
+        try:
+            if read_only:
+                session.connection(execution_options={READ_ONLY: True})
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()

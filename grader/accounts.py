@@ -163,7 +163,7 @@ def authenticate(service: Service, token: str | None) -> Account:
     if not _TOKEN_PATTERN.fullmatch(token):
         raise NotAuthenticated("the token is malformed; copy it again from what the organisers gave you")
     digest = hash_token(token)
-    with service.session() as session:
+    with service.read_session() as session:
         row = accounts_db.find_by_token_hash(session, digest)
     if row is None or not hmac.compare_digest(row["token_hash"], digest):
         raise NotAuthenticated("unknown token; check it, or ask the organisers for a new one")

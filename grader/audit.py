@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import click
+from .pyparse import parse
 
 __all__ = [
     "ALLOWED_MODULES", "BANNED_NAMES", "DENIED_ATTRIBUTES", "DENIED_ROUTES", "ENTRY_POINTS", "RULES",
@@ -281,7 +282,7 @@ def audit_source(source: str, filename: str = "<submission>") -> AuditReport:
     source = source.removeprefix("\ufeff")  # a UTF-8 BOM is legal in a file, not in a str to parse
     lines = _LINE_BREAK.split(source)
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse(source, filename=filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         return AuditReport(filename, [_syntax_violation(err, source, lines)])
     plan = _plan(tree)
@@ -535,7 +536,7 @@ def _string_annotations(annotation: ast.expr | None) -> list[ast.expr]:
         for sub in ast.walk(todo.pop()):
             if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
                 try:
-                    parsed = ast.parse(sub.value.strip(), mode="eval").body
+                    parsed = parse(sub.value.strip(), mode="eval").body
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     continue  # typing would fail on it too
                 for inner in ast.walk(parsed):

@@ -11,7 +11,7 @@
 | ``KDT_GRADE_COMPILE_MEMORY_MB`` | 2048 | its address-space limit |
 | ``KDT_GRADE_SIM_TIMEOUT_SECONDS`` | 20 | wall-clock limit of one simulated launch (``TLE``) |
 | ``KDT_GRADE_GRADE_MEMORY_MB`` | 4096 | address-space limit of a grading process (``MLE``) |
-| ``KDT_GRADE_GRADE_NICE`` | 10 | CPU niceness added to a pool's grading processes (the server stays responsive) |
+| ``KDT_GRADE_GRADE_NICE`` | 10 | CPU niceness added to grading processes and compile children (a server stays responsive) |
 | ``KDT_GRADE_MAX_ATTEMPTS`` | 3 | a test point whose worker died this often ends as ``IE`` |
 | ``KDT_GRADE_STUCK_AFTER_SECONDS`` | 900 | ``admin sweep`` without ``--older-than``: the silence that counts |
 | ``KDT_GRADE_HEARTBEAT_SECONDS`` | 5 | a worker judging a point writes its heartbeat this often |
@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     @cached_property
     def sandbox_limits(self) -> SandboxLimits:
         return SandboxLimits(cpu_seconds=self.compile_cpu_seconds, wall_seconds=self.compile_wall_seconds,
-                             memory_bytes=self.compile_memory_mb * 2**20)
+                             memory_bytes=self.compile_memory_mb * 2**20, nice=self.grade_nice)
 
 
 def load_settings(**overrides) -> Settings:

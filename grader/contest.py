@@ -89,7 +89,7 @@ def parse_time(text: str | None) -> datetime | None:
 
 def get_rules(service: Service) -> Rules:
     """The current rules from the database."""
-    with service.session() as session:
+    with service.read_session() as session:
         return Rules.from_row(contest_db.get_contest(session))
 
 
@@ -181,8 +181,12 @@ def _limit_refusals(session: Session, rules: Rules, user_id: int, now: datetime)
 def admit(session: Session, user_id: int, now: datetime | None = None) -> None:
     """The intake's rule check (``Service.accept(..., admit=admit)``), inside its transaction: lock the
     user's row, read the rules, and raise the first ``Refusal`` that applies (403 window, 429 limit)."""
-    now = now or utcnow()
     contest_db.lock_user(session, user_id)
+    _refuse(session, user_id, now or utcnow())
+
+
+def _refuse(session: Session, user_id: int, now: datetime) -> None:
+    """Raise the first ``Refusal`` the rules give user ``user_id`` at ``now``."""
     rules = Rules.from_row(contest_db.get_contest(session))
     refusal = _window_refusal(rules, now)
     if refusal is None:
@@ -193,17 +197,17 @@ def admit(session: Session, user_id: int, now: datetime | None = None) -> None:
 
 
 def check(service: Service, user_id: int) -> None:
-    """``admit`` in a transaction of its own: the server's early check, so that a refused upload stores
-    nothing at all (``Service.accept`` checks again, authoritatively, under the user's lock)."""
-    with service.session() as session:
-        admit(session, user_id)
+    """The rules of ``admit`` in a read-only snapshot: the server's early check, so that a refused upload
+    stores nothing at all (``Service.accept`` checks again, authoritatively, under the user's lock)."""
+    with service.read_session() as session:
+        _refuse(session, user_id, utcnow())
 
 
 def allowance(service: Service, user_id: int, now: datetime | None = None) -> dict[str, Any]:
     """What user ``user_id`` may do now: ``{"can_submit", "reason", "retry_after" (seconds or None),
     "pending", "submitted_last_hour", "remaining_this_hour" (None: no hourly limit)}``."""
     now = now or utcnow()
-    with service.session() as session:
+    with service.read_session() as session:
         rules = Rules.from_row(contest_db.get_contest(session))
         window = _window_refusal(rules, now)
         limits = _limit_refusals(session, rules, user_id, now)
@@ -220,7 +224,7 @@ def public_leaderboard(service: Service, now: datetime | None = None) -> dict[st
     """The public leaderboard: ``{"frozen": bool, "freeze_at": ISO or None, "rows": [...]}`` with the rows
     of ``db.leaderboard`` (times as ISO strings), counting only submissions before the freeze while frozen."""
     now = now or utcnow()
-    with service.session() as session:
+    with service.read_session() as session:
         rules = Rules.from_row(contest_db.get_contest(session))
         cutoff = rules.leaderboard_cutoff(now)
         rows = leaderboard_query(session, created_before=cutoff)

@@ -12,7 +12,6 @@ the embedded mode and the Celery workers, so all of them give identical numbers.
 ``grade_source`` chains both, fanning the test points out over a process pool whose workers carry the
 grading memory limit.
 """
-import ast
 import concurrent.futures
 import time
 
@@ -26,6 +25,7 @@ from .audit import audit_source
 from .compile import Failure, compile_submission
 from .config import Settings
 from .pool import interrupts_deferred
+from .pyparse import parse
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
 
@@ -47,7 +47,7 @@ def check_source(data: bytes, max_bytes: int) -> str:
     except UnicodeDecodeError as exc:
         raise Rejected(f"the file is not UTF-8 text (byte {exc.start})") from None
     try:
-        ast.parse(text)
+        parse(text)
     except SyntaxError as exc:
         raise Rejected(f"the file is not valid Python: line {exc.lineno}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -55,7 +55,8 @@ class SandboxLimits:
     """Limits of one sandboxed child: ``cpu_seconds`` (RLIMIT_CPU), ``wall_seconds`` (enforced by the
     parent), ``memory_bytes`` (RLIMIT_AS), ``file_bytes`` (RLIMIT_FSIZE), ``open_files``, ``processes``
     (RLIMIT_NPROC, counted per user; effective once the child runs unprivileged), ``output_bytes``
-    (stdout + stderr kept; more kills the child) and ``result_bytes`` (the result pipe)."""
+    (stdout + stderr kept; more kills the child), ``result_bytes`` (the result pipe) and ``nice`` (CPU
+    niceness added: a compile must not slow a server on the same machine)."""
 
     cpu_seconds: int = 10
     wall_seconds: float = 30.0
@@ -65,6 +66,7 @@ class SandboxLimits:
     processes: int = 512
     output_bytes: int = 1024 ** 2
     result_bytes: int = 64 * 1024 ** 2
+    nice: int = 0
 
 
 @dataclass
@@ -216,6 +218,8 @@ def _child_setup(limits: SandboxLimits, user, netns: bool):
                            (resource.RLIMIT_NPROC, (limits.processes,) * 2),
                            (resource.RLIMIT_CORE, (0, 0))):
             resource.setrlimit(res, value)
+        if limits.nice > 0:
+            os.nice(limits.nice)
         if user is not None:
             os.setgroups([])
             os.setgid(user[1])

@@ -115,6 +115,11 @@ class Service:
         """A transaction scope (commit on success, rollback on error)."""
         return db.session_scope(self.factory)
 
+    def read_session(self):
+        """A read-only transaction scope: one consistent snapshot that never waits for a writer (SQLite:
+        a deferred transaction, writes refused; ``db.session``). For status polls, token checks, tables."""
+        return db.session_scope(self.factory, read_only=True)
+
     def close(self) -> None:
         if self._factory is not None:
             self._factory.kw["bind"].dispose()
@@ -529,7 +534,7 @@ class Service:
     def status(self, submission_id: int) -> dict:
         """Everything about one submission as plain JSON-able data: the submission, its derived status,
         one entry per test point (``state`` queued / running / done) and the stored totals."""
-        with self.session() as session:
+        with self.read_session() as session:
             sub = db.get_submission(session, submission_id)
             if sub is None:
                 raise LookupError(f"no submission with id {submission_id}")
@@ -549,7 +554,7 @@ class Service:
         }
 
     def submission_source(self, submission_id: int) -> str:
-        with self.session() as session:
+        with self.read_session() as session:
             sub = db.get_submission(session, submission_id, include_source=True)
         if sub is None:
             raise LookupError(f"no submission with id {submission_id}")
@@ -563,12 +568,12 @@ class Service:
 
     def leaderboard(self) -> list[dict]:
         """Each user's best scored submission, best first (ties: the earlier submission)."""
-        with self.session() as session:
+        with self.read_session() as session:
             return [_plain(r) for r in db.leaderboard(session)]
 
     def all_submissions(self) -> list[dict]:
         """Every submission of every user, oldest first (admin CSV)."""
-        with self.session() as session:
+        with self.read_session() as session:
             return [_plain(r) for r in db.all_submissions(session)]
 
     def init_db(self) -> None:

@@ -148,7 +148,7 @@ def _check(record) -> None:
 
 def stored_records(service, submission_id: int) -> dict[tuple[int, int], dict]:
     """The decoded trace records of a submission's graded points, keyed by (task, point)."""
-    with service.session() as session:
+    with service.read_session() as session:
         blobs = db.get_traces(session, submission_id)
     return {key: decode(blob) for key, blob in blobs.items()}
 
@@ -156,6 +156,6 @@ def stored_records(service, submission_id: int) -> dict[tuple[int, int], dict]:
 def stored_record(service, submission_id: int, task: int, point: int) -> dict | None:
     """The decoded trace record of one graded point, or None if none is stored (``TraceFormatError`` for
     a corrupt row)."""
-    with service.session() as session:
+    with service.read_session() as session:
         blob = db.get_trace(session, submission_id, task, point)
     return None if blob is None else decode(blob)

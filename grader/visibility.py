@@ -39,7 +39,7 @@ def status_for(service: Service, account: Account, submission_id: int) -> dict[s
 
 def source_for(service: Service, account: Account, submission_id: int) -> tuple[str, str]:
     """``(file name, source text)`` of a submission the caller may see (``NotFound`` otherwise)."""
-    with service.session() as session:
+    with service.read_session() as session:
         row = db.get_submission(session, submission_id, include_source=True)
     if row is None or (row["user_id"] != account.id and not account.is_admin):
         raise _missing(submission_id)
@@ -48,6 +48,6 @@ def source_for(service: Service, account: Account, submission_id: int) -> tuple[
 
 def submissions_for(service: Service, account: Account) -> list[dict[str, Any]]:
     """The caller's own submissions, oldest first (``db.all_submissions`` rows, times as ISO strings)."""
-    with service.session() as session:
+    with service.read_session() as session:
         rows = db.all_submissions(session, user_id=account.id)
     return [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()} for row in rows]

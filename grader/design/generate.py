@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from grader.design.naming import golden_function_candidates, stage_function_name
+from grader.pyparse import parse
 
 __all__ = ["TODO", "SEEDS", "GenerateError", "Skeleton", "parse_golden", "read_golden_source",
            "golden_function", "positional_parameters", "generate_skeleton", "generate_from_file"]
@@ -79,7 +80,7 @@ def parse_golden(source: str) -> dict[str, ast.FunctionDef]:
     Raises GenerateError when the source does not parse.
     """
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError as exc:
         raise GenerateError(f"golden file does not parse: line {exc.lineno}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:

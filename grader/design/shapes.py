@@ -28,6 +28,8 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 
+from grader.pyparse import parse
+
 __all__ = ["MAX_EXPR_LEN", "ShapeExprError", "parse_shape", "format_shape", "parse_dim", "dim_names",
            "eval_dim", "eval_shape"]
 
@@ -119,7 +121,7 @@ def parse_dim(dim: object) -> int | ast.expr:
     if len(text) > MAX_EXPR_LEN:
         raise ShapeExprError(f"dimension expression is longer than {MAX_EXPR_LEN} characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ShapeExprError(f"dimension {dim!r} does not parse: {exc.__class__.__name__}") from None
     _check_tree(tree.body)

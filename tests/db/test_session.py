@@ -92,3 +92,52 @@ def test_session_factory_from_a_url(sqlite_url):
             assert session.execute(text("SELECT 1")).scalar() == 1
     finally:
         factory.kw["bind"].dispose()
+
+
+def test_a_read_only_scope_sees_a_snapshot_without_waiting_for_a_writer_and_refuses_writes(factory):
+    """SQLite: a writer holds the write lock (BEGIN IMMEDIATE) while a read-only scope reads the committed
+    rows at once; PostgreSQL: the same rows. A write in a read-only scope fails (SQLite: query_only) and
+    leaves nothing behind; the next ordinary scope on the same pooled connection writes again."""
+    import threading
+
+    with session_scope(factory) as session:
+        get_or_create_user(session, "committed")
+    writing, release = threading.Event(), threading.Event()
+
+    def writer():
+        with session_scope(factory) as session:
+            get_or_create_user(session, "in-flight")
+            session.flush()
+            writing.set()
+            release.wait(30)
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert writing.wait(30)
+        with session_scope(factory, read_only=True) as session:
+            assert set(session.scalars(text("SELECT name FROM users"))) == {"committed"}
+    finally:
+        release.set()
+        thread.join()
+    if factory.kw["bind"].dialect.name == "sqlite":
+        with pytest.raises(Exception, match="readonly"), session_scope(factory, read_only=True) as session:
+            get_or_create_user(session, "refused")
+    with session_scope(factory) as session:
+        get_or_create_user(session, "after")
+        names = set(session.scalars(text("SELECT name FROM users")))
+    assert names == {"committed", "in-flight", "after"}
+
+
+def test_many_writer_threads_of_one_process_all_commit(factory):
+    """The in-process writer queue (SQLite) hands the lock over: 40 threads each commit one user, none
+    fails with "database is locked" or is lost."""
+    import concurrent.futures
+
+    def add(i):
+        with session_scope(factory) as session:
+            return get_or_create_user(session, f"writer{i:02d}")["name"]
+    with concurrent.futures.ThreadPoolExecutor(40) as pool:
+        added = sorted(pool.map(add, range(40)))
+    with session_scope(factory, read_only=True) as session:
+        names = sorted(session.scalars(text("SELECT name FROM users")))
+    assert added == names == [f"writer{i:02d}" for i in range(40)]
