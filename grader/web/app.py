@@ -5,7 +5,7 @@ is thread-safe and every call opens its own transaction) and ``dispatcher`` (``g
 The lifespan creates or upgrades the schema (embedded mode, as ``submit`` does), starts the dispatcher
 (and in broker mode the outbox dispatcher and sweeper loops) and closes them at shutdown. Routers, one per
 audience: ``api_contestant``, ``api_public``, ``api_admin`` (pages: ``pages_setup.install_pages``). The
-OpenAPI document is at ``/api/v1/openapi.json``, the docs at ``/api/v1/docs``.
+OpenAPI document is at ``/api/v1/openapi.json``, its reference page (``grader.web.api_docs``, no CDN) at ``/api/v1/docs``.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="kdt-grade", version=grader_version()["version"], lifespan=lifespan,
                   description="The KDT contest's judge. Contestants: `kdt-grade login`, `kdt-grade submit`.",
-                  openapi_url="/api/v1/openapi.json", docs_url="/api/v1/docs", redoc_url=None)
+                  openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None)
     app.state.settings, app.state.service, app.state.dispatcher = settings, service, dispatcher
     install_error_handlers(app)
     for router in API_ROUTERS:

@@ -9,16 +9,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import errors, pages, pages_admin
+from . import api_docs, errors, pages, pages_admin
 from .pages_render import STATIC
 from .scoreboard import Scoreboards
 
 
 def install_pages(app: FastAPI) -> None:
-    """Mount ``/`` (pages), ``/admin`` and ``/static`` on ``app``."""
+    """Mount ``/`` (pages), ``/admin``, ``/api/v1/docs`` and ``/static`` on ``app``."""
     app.state.scoreboards = Scoreboards(app.state.service)
     app.include_router(pages.router)
     app.include_router(pages_admin.router)
+    app.include_router(api_docs.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route("/favicon.ico", lambda: Response(status_code=204), include_in_schema=False)
     app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -34,3 +34,34 @@ def test_contestant_and_public_operations_conform(make_deployment, start_server,
     assert "Selected: 6/" in proc.stdout and "Tested: 6" in proc.stdout
     assert " failed" not in proc.stdout.split("SUMMARY")[-1]
     assert token not in server.log()
+
+
+def test_the_api_reference_page_lists_every_operation_and_loads_nothing_from_elsewhere(make_deployment, start_server):
+    """``/api/v1/docs`` is our own page made from the served document (FastAPI's Swagger page would load
+    its script and styles from a CDN): every operation appears, with its token requirement, and the page
+    refers to no other host and carries the pages' CSP."""
+    import re
+
+    import httpx
+
+    deployment = make_deployment()
+    server = start_server(deployment)
+    document = httpx.get(f"{server.url}/api/v1/openapi.json", timeout=30).json()
+    response = httpx.get(f"{server.url}/api/v1/docs", timeout=30)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in response.headers["content-security-policy"]
+    html = response.text
+    operations = [(m.upper(), p) for p, item in document["paths"].items() for m in item]
+    assert len(operations) == 14
+    for method, path in operations:
+        assert f"<b>{method}</b> {path}</code>" in html, (method, path)
+    assert re.findall(r'(?:src|href)="(?!/)[^"]*"', html) == []  # only this server's own paths
+    assert "<script" not in html
+    row = html.split("<b>POST</b> /api/v1/submissions</code>")[1].split("</tr>")[0]
+    assert "<td>token</td>" in row and "<code>429</code>" in row and "multipart/form-data" in row
+    leaderboard = html.split("<b>GET</b> /api/v1/leaderboard</code>")[1].split("</tr>")[0]
+    assert "<td>none</td>" in leaderboard
+    contest = html.split("<b>GET</b> /api/v1/contest</code>")[1].split("</tr>")[0]
+    assert "<td>token (optional)</td>" in contest
+    rejudge = html.split("<b>POST</b> /api/v1/admin/rejudge</code>")[1].split("</tr>")[0]
+    assert "<td>admin</td>" in rejudge
