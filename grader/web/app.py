@@ -9,6 +9,7 @@ OpenAPI document is at ``/api/v1/openapi.json``, its reference page (``grader.we
 """
 from __future__ import annotations
 
+import gc
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -39,6 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # the dispatcher above is the only grader; it queues again at start what a previous process left,
         # and a sweeper grading beside it would take submissions still waiting in its queue.
         loops = service.start_background(sweep=True) if not settings.embedded else None
+        gc.freeze()  # the start-up objects (numpy, torch, SQLAlchemy...) leave the collector's rounds
         try:
             yield
         finally:
