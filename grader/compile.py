@@ -44,6 +44,10 @@ def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> Co
     args = ["--submission", SUBMISSION_NAME, "--points", spec, "--point-cpu-seconds",
             str(max(1.0, limits.cpu_seconds / 2))]
     run = run_sandboxed(("module", "grader.compile_child"), args, {SUBMISSION_NAME: source}, limits)
+    if run.status == "unavailable":
+        bad = Failure("IE", "internal error of the judge: the sandbox cannot run here ("
+                      + run.stderr.decode(errors="replace") + "); not your fault, it will be retried")
+        return CompileOutcome({p: bad for p in points}, run, [])
     kernels, events, tampered, ready = _parse_results(run.result, set(points))
     if not ready and not tampered:
         bad = Failure("IE", "internal error of the judge: the compile process died while loading the judge's "

@@ -39,6 +39,10 @@ MS_REC, MS_PRIVATE = 0x4000, 0x40000
 # PostgreSQL live here, and a network namespace does not cover filesystem sockets.
 HIDDEN_DIRS = ("/run", "/dev/shm")
 _MARKER = "KDT_SANDBOX_RUN"
+NO_INTERPRETER = (f"no python{sys.version_info.major}.{sys.version_info.minor} that the sandbox's unprivileged "
+                  "user can run: the judge's interpreter is under a directory other users cannot enter (e.g. a "
+                  "0700 home) and there is no /usr/bin or /usr/local/bin python of that version; install one, "
+                  "or the judge under a readable path")
 # The child's entry: a constant (no caller data is formatted into code); what to run comes on argv.
 _BOOTSTRAP = (
     "import runpy, site, sys\n"
@@ -73,7 +77,8 @@ class SandboxLimits:
 class SandboxRun:
     """What a sandboxed child did. ``status`` is ``exited`` (see ``returncode``), ``signalled`` (see
     ``signal_name``: ``SIGXCPU`` means the CPU limit, ``SIGKILL`` often the memory limit),
-    ``timeout`` (wall clock), ``output_limit`` (stdout/stderr flood) or ``result_limit``."""
+    ``timeout`` (wall clock), ``output_limit`` (stdout/stderr flood), ``result_limit``, or
+    ``unavailable``: nothing ran, the sandbox cannot work here (``stderr`` says why; the judge's fault)."""
 
     status: str
     returncode: int | None
@@ -116,9 +121,8 @@ def _prepare_and_run(entry, args, files, limits, workdir, run_id, user) -> Sandb
         os.chown(workdir, *user)
     os.chmod(workdir, 0o700)
     python, site_dir = _interpreter(user)
-    if user is not None and python is None:
-        user = None  # no interpreter the sandbox user can run: keep our uid (logged)
-        python, site_dir = sys.executable, ""
+    if user is not None and python is None:  # never run the submission with our own (root) rights instead
+        return SandboxRun("unavailable", None, None, 0.0, b"", NO_INTERPRETER.encode(), b"", False, False)
     argv = [python, "-I", "-c", _BOOTSTRAP, entry[0], entry[1], site_dir, *args]
     return _run(argv, workdir, run_id, user, limits)
 
@@ -347,7 +351,7 @@ def _interpreter(user):
     for candidate in (f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
         if os.path.exists(candidate) and _world_executable(candidate):
             return candidate, sysconfig.get_paths()["purelib"]
-    log.warning("no %s the sandbox user can execute: sandboxed children keep our uid", version)
+    log.error("%s", NO_INTERPRETER)
     return None, ""
 
 

@@ -2,13 +2,15 @@
 code (here: a compile memory limit too low to import torch) gives IE and is retried; the sandbox self-check
 refuses to start a worker then, and `kdt-grade admin doctor` says what is wrong."""
 import json
+import os
+import sys
 
 import pytest
 
 from grader import pipeline
 from grader.config import load_settings
 from grader.doctor import KNOWN_GOOD, SelfCheckFailed, self_check
-from service_testlib import BASELINE, clean_env, run_cli
+from service_testlib import BASELINE, ROOT, clean_env, run_cli
 
 pytestmark = pytest.mark.slow
 TOO_LOW = {"compile_memory_mb": 256}   # accepted by the settings, too little to import torch
@@ -24,6 +26,48 @@ def test_a_child_dying_while_importing_torch_is_an_internal_error_not_ce():
     with pytest.raises(SelfCheckFailed, match="a known-good kernel got IE"):
         self_check(load_settings(**TOO_LOW))
     assert self_check(load_settings()) > 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox drops to its own user id only as root (CI runs as root)")
+def test_an_install_the_sandbox_user_cannot_read_is_the_judges_fault(tmp_path, monkeypatch):
+    """The compile child runs as an unprivileged user id. When the judge's packages lie under a directory
+    that user cannot enter (a venv under a 0700 home), the child cannot load the judge: every point is IE,
+    the self-check refuses to let a worker start, and the contestant's file was never run."""
+    from grader import sandbox
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    site = home / "site-packages"
+    site.mkdir()
+    (site / "grader").symlink_to(ROOT / "grader")  # the judge's code, reachable only through the 0700 home
+    (site / "kdt").symlink_to(ROOT / "kdt")
+    real = sandbox._interpreter
+    monkeypatch.setattr(sandbox, "_interpreter", lambda user: (real(user)[0], str(site)) if user else real(user))
+    compiled = pipeline.prepare(KNOWN_GOOD, [(1, 0), (2, 0)], load_settings())
+    assert {c["verdict"] for c in compiled.values()} == {"IE"}, compiled
+    assert "while loading the judge's own code, before your file ran" in compiled[(1, 0)]["message"]
+    assert "not your fault" in compiled[(1, 0)]["message"] and pipeline.judge_fault(compiled)
+    with pytest.raises(SelfCheckFailed, match="readable by other users"):
+        self_check(load_settings())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox drops to its own user id only as root (CI runs as root)")
+def test_no_interpreter_the_sandbox_user_can_run_is_the_judges_fault_and_nothing_runs_as_root(tmp_path, monkeypatch):
+    """Without a Python the unprivileged user can execute, the submission is not run with our own (root)
+    rights instead: every point is IE with the reason, and the self-check fails."""
+    from grader import sandbox
+
+    monkeypatch.setattr(sandbox, "_interpreter", lambda user: (None, "") if user else (sys.executable, ""))
+    marker = tmp_path / "ran"
+    run = sandbox.run_sandboxed(("script", "w.py"), [], {"w.py": f"open({str(marker)!r}, 'w').close()".encode()},
+                                sandbox.SandboxLimits())
+    assert run.status == "unavailable" and not run.ok and not marker.exists()
+    compiled = pipeline.prepare(KNOWN_GOOD, [(1, 0)], load_settings())
+    assert compiled[(1, 0)]["verdict"] == "IE" and pipeline.judge_fault(compiled)
+    assert "the sandbox cannot run here (no python3.11 that the sandbox's unprivileged user can run" in \
+        compiled[(1, 0)]["message"]
+    with pytest.raises(SelfCheckFailed, match="sandbox cannot run here"):
+        self_check(load_settings())
 
 
 def test_the_service_grades_a_judge_fault_as_ie_and_the_submission_as_failed(make_deployment, sqlite_url):
