@@ -155,6 +155,8 @@ DENIED_ATTRIBUTES: dict[str, str] = {
         "os", "sys", "builtins", "subprocess", "importlib", "ctypes", "pickle", "marshal", "shutil",
         "socket", "runpy", "inspect", "pathlib", "posix", "operator",
     )},
+    "attrgetter": "reads attributes named by strings, which the audit cannot see",
+    "methodcaller": "calls methods named by strings, which the audit cannot see",
     "tofile": "writes a file",
     "fromfile": "reads a file",
     "from_file": "maps a file",

@@ -43,15 +43,19 @@ def check_source(data: bytes, max_bytes: int) -> str:
     if not data.strip():
         raise Rejected("the file is empty")
     try:
-        text = data.decode("utf-8-sig")  # a byte-order mark is fine, as for Python itself
+        text = data.decode("utf-8")  # kept whole: the stored text encodes back to exactly these bytes
     except UnicodeDecodeError as exc:
         raise Rejected(f"the file is not UTF-8 text (byte {exc.start})") from None
     try:
-        parse(text)
+        parse(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
     except SyntaxError as exc:
-        raise Rejected(f"the file is not valid Python: line {exc.lineno}: {exc.msg}") from None
-    except (ValueError, RecursionError, MemoryError) as exc:
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        raise Rejected(f"the file is not valid Python: {where}{exc.msg}") from None
+    except ValueError as exc:
         raise Rejected(f"the file cannot be parsed as Python: {exc}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits; its MemoryError carries no text
+        raise Rejected("the file cannot be parsed as Python: it is nested too deeply or is too long for "
+                       "the parser") from None
     return text
 
 

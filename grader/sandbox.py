@@ -38,6 +38,12 @@ MS_REC, MS_PRIVATE = 0x4000, 0x40000
 # Hidden from the child by an empty tmpfs (mount namespace): Unix sockets of local services such as
 # PostgreSQL live here, and a network namespace does not cover filesystem sockets.
 HIDDEN_DIRS = ("/run", "/dev/shm")
+# Hidden too unless the judge's own install lies below them: the world-writable directories, where a child
+# could read what others left or leave files for a later run of the same user id.
+PRIVATE_TMP = ("/tmp", "/var/tmp")
+# As root, the children's work directories live here (outside the hidden /tmp); traversable, not listable.
+WORK_ROOT = "/var/lib/kdt-grade-sandbox"
+JUDGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # where grader/ and kdt/ are
 _MARKER = "KDT_SANDBOX_RUN"
 NO_INTERPRETER = (f"no python{sys.version_info.major}.{sys.version_info.minor} that the sandbox's unprivileged "
                   "user can run: the judge's interpreter is under a directory other users cannot enter (e.g. a "
@@ -101,7 +107,7 @@ def run_sandboxed(entry: tuple, args: list, files: dict, limits: SandboxLimits) 
     """Run ``entry`` — ``("module", "pkg.mod")`` (like ``python -m``) or ``("script", "file.py")`` (one of
     ``files``) — with ``args + ["--result-fd", N]`` in a sandbox whose working directory holds ``files``
     (name -> bytes). Returns a ``SandboxRun``; never raises because of what the child does."""
-    workdir = tempfile.mkdtemp(prefix="kdt-sandbox-")
+    workdir = tempfile.mkdtemp(prefix="kdt-sandbox-", dir=_work_root())
     run_id = uuid.uuid4().hex
     try:
         with _sandbox_uid() as user:
@@ -124,10 +130,27 @@ def _prepare_and_run(entry, args, files, limits, workdir, run_id, user) -> Sandb
     if user is not None and python is None:  # never run the submission with our own (root) rights instead
         return SandboxRun("unavailable", None, None, 0.0, b"", NO_INTERPRETER.encode(), b"", False, False)
     argv = [python, "-I", "-c", _BOOTSTRAP, entry[0], entry[1], site_dir, *args]
-    return _run(argv, workdir, run_id, user, limits)
+    return _run(argv, workdir, run_id, user, limits, hidden_dirs(python, site_dir))
 
 
-def _run(argv, workdir, run_id, user, limits) -> SandboxRun:
+def _work_root() -> str | None:
+    """``WORK_ROOT`` (created, mode 0711) when we are root, else None (the system's temporary directory)."""
+    if os.geteuid() != 0:
+        return None
+    os.makedirs(WORK_ROOT, mode=0o711, exist_ok=True)
+    os.chmod(WORK_ROOT, 0o711)
+    return WORK_ROOT
+
+
+def hidden_dirs(python: str, site_dir: str) -> tuple[str, ...]:
+    """The directories the child sees as an empty, read-only tmpfs: ``HIDDEN_DIRS`` and those of
+    ``PRIVATE_TMP`` that hold none of what the child must load (interpreter, packages, the judge)."""
+    needed = [os.path.realpath(p) for p in (python, sys.prefix, site_dir or sys.prefix, JUDGE_ROOT)]
+    return HIDDEN_DIRS + tuple(d for d in PRIVATE_TMP
+                               if not any(n == d or n.startswith(d + os.sep) for n in needed))
+
+
+def _run(argv, workdir, run_id, user, limits, hidden=HIDDEN_DIRS) -> SandboxRun:
     read_fd, write_fd = os.pipe()
     env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir,
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -138,7 +161,7 @@ def _run(argv, workdir, run_id, user, limits) -> SandboxRun:
         proc = subprocess.Popen(
             [*argv, "--result-fd", str(write_fd)], cwd=workdir, env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write_fd,),
-            preexec_fn=_child_setup(limits, user, netns), close_fds=True)
+            preexec_fn=_child_setup(limits, user, netns, hidden), close_fds=True)
     finally:
         os.close(write_fd)
     try:
@@ -204,7 +227,7 @@ def _collect(proc, result_fd, limits, start):
     return status, bytes(bufs["out"][:cap]), bytes(bufs["err"][:cap]), bytes(bufs["result"])
 
 
-def _child_setup(limits: SandboxLimits, user, netns: bool):
+def _child_setup(limits: SandboxLimits, user, netns: bool, hidden=HIDDEN_DIRS):
     """The function run in the child between fork and exec (order matters: namespaces need root)."""
     libc = _libc() if netns else None
 
@@ -213,7 +236,7 @@ def _child_setup(limits: SandboxLimits, user, netns: bool):
         if libc is not None:
             libc.unshare(CLONE_NEWNET | CLONE_NEWNS)
             if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0:
-                for d in HIDDEN_DIRS:
+                for d in hidden:
                     libc.mount(b"tmpfs", d.encode(), b"tmpfs", 0, b"size=64k,mode=755")
         for res, value in ((resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1)),
                            (resource.RLIMIT_AS, (limits.memory_bytes,) * 2),
@@ -329,7 +352,7 @@ def _remove_stale_workdirs(uid: int) -> None:
     """Delete work directories still owned by ``uid`` (we hold its lock, so no run uses them): a judge
     killed mid-run (SIGKILL, a lost machine) leaves its child's directory, with a submission's source in
     it, which the next child running as ``uid`` could otherwise read."""
-    tmp = tempfile.gettempdir()
+    tmp = _work_root() or tempfile.gettempdir()
     for name in os.listdir(tmp):
         path = os.path.join(tmp, name)
         if not name.startswith("kdt-sandbox-") or path == UID_LOCK_DIR:

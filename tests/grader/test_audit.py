@@ -453,6 +453,11 @@ OBFUSCATIONS = [
     ("import numpy as np\ndef f(a):\n    return a.ctypes.data\n", "denied-route", 3),
     ("def f(t):\n    t.untyped_storage().from_file('x', True, 1)\n", "denied-route", 2),
     ("import kdt\ndef f(g):\n    (k := kdt).launch_kernel = g\n", "module-assign", 3),
+    # the attacker review's bypass: an attrgetter re-exported by a module the routes do not cover, the
+    # attribute name a string (it mapped host files with torch.UntypedStorage.from_file)
+    ("import torch\ndef get_kernel(t):\n    ff = torch.autograd.profiler_util.attrgetter('from_file')(torch.UntypedStorage)\n",
+     "denied-route", 3),
+    ("import torch\nM = torch.nn.modules.module.methodcaller('from_file', 'x')\n", "denied-route", 2),
     ("import kdt\nclass P:\n    sim = kdt\n", "module-alias", 3),
 ]
 

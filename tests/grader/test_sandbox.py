@@ -83,6 +83,43 @@ def test_runs_unprivileged_and_cannot_touch_our_files(tmp_path):
     assert not os.path.exists(target)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root (CI runs as root)")
+def test_the_world_writable_directories_are_private_and_empty(tmp_path):
+    """/tmp and /var/tmp are an empty read-only tmpfs for the child (the judge here is not installed below
+    them): nothing another process left there can be read, and nothing can be left for a later run."""
+    from grader.sandbox import PRIVATE_TMP, hidden_dirs
+    import sys
+
+    assert set(PRIVATE_TMP) <= set(hidden_dirs(sys.executable, ""))
+    secret = tmp_path / "left-by-someone"
+    secret.write_text("a token")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(secret, 0o644)
+    marker = "/var/tmp/kdt-sandbox-test-left-behind"
+    r = run(f"""
+        import os
+        print(os.listdir('/tmp'), os.listdir('/var/tmp'), os.path.exists({str(secret)!r}))
+        for path in ('/tmp/x', {marker!r}):
+            try:
+                open(path, 'w').write('x')
+                print('written')
+            except OSError as e:
+                print('refused', e.errno)
+        print(os.getcwd().startswith('/var/lib/kdt-grade-sandbox/kdt-sandbox-'), os.listdir('.'))
+    """)
+    assert r.ok, r.stderr
+    assert r.stdout.decode().split("\n")[:4] == ["[] [] False", "refused 13", "refused 13", "True ['child.py']"]
+    assert not os.path.exists(marker)
+
+
+def test_a_judge_installed_below_tmp_keeps_tmp_visible():
+    """A clone in /tmp (a newcomer's) must still load: /tmp is then left as it is."""
+    from grader.sandbox import HIDDEN_DIRS, hidden_dirs
+
+    assert hidden_dirs("/tmp/clone/.venv/bin/python", "") == HIDDEN_DIRS + ("/var/tmp",)
+    assert "/tmp" not in hidden_dirs("/usr/bin/python3.11", "/tmp/clone/.venv/lib/python3.11/site-packages")
+
+
 def test_network_is_unreachable_where_namespaces_are_allowed():
     r = run("""
         import socket
@@ -160,21 +197,25 @@ def test_a_work_directory_left_by_a_killed_run_is_removed_before_its_user_id_run
         pytest.skip("per-run sandbox users need root (the judge's workers run as root)")
     import tempfile
 
-    from grader.sandbox import UID_BASE, UID_SLOTS
+    from grader.sandbox import UID_BASE, UID_SLOTS, _work_root
     stale = []
     for uid in range(UID_BASE, UID_BASE + UID_SLOTS):
-        path = tempfile.mkdtemp(prefix="kdt-sandbox-")
+        path = tempfile.mkdtemp(prefix="kdt-sandbox-", dir=_work_root())
         with open(os.path.join(path, "submission.py"), "w") as f:
             f.write("SECRET = 1\n")
         os.chown(path, uid, uid)
         os.chmod(path, 0o700)
         stale.append(path)
-    r = run("""
-        import os
-        print(sorted(d for d in os.listdir('/tmp') if d.startswith('kdt-sandbox-')
-                     and d != os.path.basename(os.getcwd()) and os.stat('/tmp/' + d).st_uid == os.getuid()))
+    r = run(f"""
+        readable = []
+        for path in {stale!r}:
+            try:
+                readable.append(open(path + '/submission.py').read())
+            except OSError:
+                pass
+        print(readable)
     """)
-    assert r.stdout.strip() == b"[]"
+    assert r.stdout.strip() == b"[]", r.stderr
     assert sum(not os.path.exists(p) for p in stale) >= 1  # at least the directory of the uid that ran
     for p in stale:
         shutil.rmtree(p, ignore_errors=True)

@@ -35,12 +35,27 @@ def test_an_accepted_file_is_stored_by_hash_and_in_the_database(deployment):
     assert deployment.status(submission_id)["status"] == "queued"
 
 
+def test_a_file_with_a_byte_order_mark_is_stored_as_sent_and_graded(make_deployment, sqlite_url):
+    """Python reads a UTF-8 file that starts with a byte-order mark; the stored text keeps the mark, so
+    it encodes back to exactly the bytes whose sha256 was recorded (dropping it made every point IE)."""
+    deployment = make_deployment(database_url=sqlite_url)
+    data = b"\xef\xbb\xbf" + BASELINE.read_bytes()
+    submission_id = deployment.service.accept(data, "bom.py", "alice")
+    assert deployment.service.source(submission_id) == data
+    totals = deployment.service.grade_embedded(submission_id, points=[(1, 0), (2, 0)])
+    assert totals is None  # two points only: the submission is not complete
+    state = deployment.status(submission_id)
+    graded = {(p["task"], p["point"]): p["verdict"] for p in state["points"] if p["verdict"]}
+    assert graded == {(1, 0): "AC", (2, 0): "AC"}
+
+
 @pytest.mark.parametrize("data, reason", [
     (b"x = 1\n" + b"#" * 5000, "the limit is 4096 bytes"),
     (b"x = '\xff\xfe'\n", "not UTF-8"),
     (b"def get_kernel(:\n", "not valid Python: line 1"),
     (b"   \n", "empty"),
-    (b"x = 1\x00\n", "Python"),
+    (b"x = 1\x00\n", "is not valid Python: source code string cannot contain null bytes"),
+    (b"x = " + b"-" * 3000 + b"1\n", "cannot be parsed as Python: it is nested too deeply"),
 ])
 def test_refused_files_store_nothing(deployment, data, reason):
     with pytest.raises(Rejected, match=reason):
