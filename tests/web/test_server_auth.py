@@ -46,7 +46,12 @@ def test_each_user_sees_only_their_own_submissions(make_deployment, start_server
     with server.client("kdt_" + "A" * 43) as forged:
         assert forged.get("/submissions").status_code == 401
         assert forged.get("/submissions").json()["message"].startswith("unknown token")
-    assert "A" * 43 not in server.log()
+    with server.client() as misplaced:  # a token put in the query string by mistake: refused, not logged
+        assert misplaced.get("/submissions", params={"token": alice}).status_code == 401
+        assert misplaced.get("/leaderboard", params={"token": alice}).status_code == 200
+    log = server.log()
+    assert "A" * 43 not in log and alice not in log
+    assert 'GET /api/v1/leaderboard?… HTTP/1.1" 200' in log
 
 
 def test_disabled_user_reset_token_and_admin_routes(make_deployment, start_server):
