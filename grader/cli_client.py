@@ -44,11 +44,13 @@ def _client(config: ClientConfig) -> Client:
     return Client(config)
 
 
-def _fail(exc: ClientError, what: str = "") -> None:
-    """Print the server's message and exit: 2 for a refusal, 1 otherwise."""
-    retry = f" (retry after {exc.retry_after} s)" if exc.retry_after else ""
+def _fail(exc: ClientError, what: str = "", as_json: bool = False) -> None:
+    """Print the server's message (it says when to retry) and exit: 2 for a refusal, 1 otherwise. With
+    ``as_json`` also ``{"error", "message", "status", "retry_after"}`` on stdout."""
     label = "refused" if exc.refused else "error"
-    err.print(f"[red]{label}:[/red] {escape(what + exc.message + retry)}")
+    err.print(f"[red]{label}:[/red] {escape(what + exc.message)}", soft_wrap=True)
+    if as_json:
+        dump_json({"error": exc.code, "message": exc.message, "status": exc.status, "retry_after": exc.retry_after})
     sys.exit(2 if exc.refused else 1)
 
 
@@ -101,7 +103,7 @@ def submit(file: Path, user: str | None, wait: bool, as_json: bool, timeout: flo
                                                     f"{limit} bytes. Nothing was stored.")
             accepted = client.submit(file)
         except ClientError as exc:
-            _fail(exc, f"{file.name}: ")
+            _fail(exc, f"{file.name}: ", as_json)
         submission_id = accepted["id"]
         (err if as_json else out).print(f"submission {submission_id} accepted ({file.name}, user "
                                         f"{contest['user']})", markup=False)

@@ -29,7 +29,10 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
         try:
             submission_id = service.accept(file.read_bytes(), file.name, user)
         except pipeline.Rejected as exc:
-            err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}. Nothing was stored.")
+            err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}. Nothing was stored.", soft_wrap=True)
+            if as_json:
+                dump_json({"error": "rejected", "message": f"{exc}. Nothing was stored.", "status": 400,
+                           "retry_after": None})
             sys.exit(2)
         except KeyboardInterrupt:  # accept is one transaction: interrupted, it stored nothing
             err.print(f"\n[yellow]interrupted:[/yellow] {safe(file.name)} was not submitted (nothing was stored)")

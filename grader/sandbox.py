@@ -169,6 +169,7 @@ def _run(argv, workdir, run_id, user, limits, hidden=HIDDEN_DIRS) -> SandboxRun:
     finally:
         os.close(read_fd)
         _kill_group(proc)
+        _reap(proc)  # interrupted (Ctrl-C) before _collect waited: a zombie would keep the uid "alive"
         escaped = _kill_escapees(run_id, uid=user[0] if user is not None else None)
         if user is not None:
             _await_reaped(user[0])
@@ -252,6 +253,13 @@ def _child_setup(limits: SandboxLimits, user, netns: bool, hidden=HIDDEN_DIRS):
             os.setgid(user[1])
             os.setuid(user[0])
     return setup
+
+
+def _reap(proc) -> None:
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _kill_group(proc):

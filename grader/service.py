@@ -511,15 +511,16 @@ class Service:
         return self.sweep_report(older_than)["points"]
 
     def resume_interrupted(self) -> list[int]:
-        """Embedded mode: grade what an interrupted run left (points claimed by a process of this host
-        that is gone at once; a submission nobody claimed after ``compile_wall_seconds`` +
-        ``heartbeat_stale_seconds``). Returns the submissions it graded (none in broker mode)."""
+        """Embedded mode: grade what an interrupted run left, at once: points claimed by a process of this
+        host that is gone, and submissions nobody is compiling (no live lease "compile N") with points
+        nobody claimed. Claims and leases keep a live process's work its own, so at worst a submission
+        still waiting in an embedded server's queue is graded here instead. Returns the submissions it
+        graded (none in broker mode)."""
         from .sweeper import Sweeper
 
         if not self.settings.embedded:
             return []
-        age = self.settings.compile_wall_seconds + self.settings.heartbeat_stale_seconds
-        report = Sweeper(self).run(age, manual=True)
+        report = Sweeper(self).run(0.0, manual=True)
         return sorted({p["submission_id"] for p in report["points"]} | set(report["totals"]))
 
     def sweep_report(self, older_than: float | None = None) -> dict:

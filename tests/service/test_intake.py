@@ -1,4 +1,6 @@
 """Intake: accepted files are stored (file + row); refused ones leave nothing behind (no file, no row)."""
+import json
+
 import pytest
 
 import db
@@ -81,6 +83,9 @@ def test_the_submit_command_refuses_clearly_and_stores_nothing(deployment, tmp_p
         proc = deployment.cli("submit", path, "--user", "alice", check=False)
         assert proc.returncode == 2, proc.stderr
         assert "refused" in proc.stderr and reason in proc.stderr and "Nothing was stored" in proc.stderr
+        as_json = deployment.cli("submit", path, "--user", "alice", "--json", check=False)
+        refusal = json.loads(as_json.stdout)
+        assert as_json.returncode == 2 and refusal["error"] == "rejected" and reason in refusal["message"]
     assert _stored_files(deployment) == [] and _rows(deployment) == []
 
 

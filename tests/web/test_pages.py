@@ -225,3 +225,16 @@ def test_a_browser_gets_an_html_error_page_where_an_api_client_gets_json(server,
     api = httpx.get(f"{server.url}{path}", headers={"Accept": "application/json"})
     assert api.status_code in (404, 422) and set(api.json()) == {"error", "message"}
     assert httpx.get(f"{server.url}/favicon.ico").status_code == 204
+
+
+def test_a_submission_with_nothing_simulated_says_so_instead_of_an_empty_timelines_section(server, tmp_path):
+    token = server.add_user("carol")
+    client = server.client(token)
+    broken = tmp_path / "broken.py"
+    broken.write_text("import kdt\n\ndef get_kernel(task_id):\n    return 1 / 0\n")
+    assert submit_page(client, broken).status_code == 303
+    wait_done(client, 1)
+    html = client.get("/submissions/1").text
+    assert 'id="no-timelines"' in html and "no test point of this submission was simulated" in html
+    assert 'class="timeline-item"' not in html.split('id="timelines"')[1].split("</div>")[0]
+    assert {cells(html, f'id="pt-{t}-0"')[2] for t in (1, 2, 3, 4)} == {"CE"}

@@ -67,6 +67,9 @@ def test_contestant_commands_over_http_equal_local(make_deployment, start_server
     empty.write_text("")
     refused = run_cli(["submit", empty], env, check=False)
     assert refused.returncode == 2 and "refused: empty.py: the file is empty. Nothing was stored." in refused.stderr
+    as_json = run_cli(["submit", empty, "--json"], env, check=False)  # a script gets the refusal as JSON
+    assert as_json.returncode == 2 and json.loads(as_json.stdout) == {
+        "error": "rejected", "message": "the file is empty. Nothing was stored.", "status": 400, "retry_after": None}
     down = run_cli(["status", sid], {**env, "KDT_GRADE_SERVER": "http://127.0.0.1:9"}, check=False)
     assert down.returncode == 1 and "cannot reach the server http://127.0.0.1:9" in down.stderr
     assert token not in server.log()
