@@ -3,7 +3,7 @@
 Start workers with ``kdt-grade worker`` (or ``celery -A worker.app worker``); the reliability settings are
 described in ``grader.broker``. ``worker`` imports ``grader``, never the reverse.
 
-- Each pool process gets the grading memory limit (``pipeline.limit_memory``: running out is ``MLE``, not
+- Each pool process gets the grading memory limit (``grader.pool.limit_memory``: running out is ``MLE``, not
   the OOM killer) and drops database connections inherited from the parent.
 - The main process runs the background loops (``grader.sweeper.Background``: the outbox dispatcher and
   the sweeper, one sweeper at a time across all workers and servers via a database lock) from
@@ -24,7 +24,7 @@ _background = {}
 
 @worker_process_init.connect
 def _init_pool_process(**_kwargs) -> None:
-    from grader.pipeline import limit_memory
+    from grader.pool import limit_memory
     from worker import tasks
 
     inherited = _background.pop("service", None)

@@ -172,8 +172,14 @@ class Workers:
         proc.wait(30)
 
     def stop_all(self) -> None:
+        """Stop every worker; then fail if a pool process's start-up hook raised (Celery only logs that,
+        and the process then grades without its memory limit and with its parent's connections)."""
         for proc in self.procs:
             self.stop(proc, timeout=30)
+        for proc in self.procs:
+            broken = [line for line in proc.log_path.read_text(errors="replace").splitlines()
+                      if "Signal handler" in line and " raised: " in line]
+            assert not broken, f"a worker pool process failed to start cleanly ({proc.log_path}): {broken[0]}"
 
 
 def point_outcomes(points: list[dict]) -> dict:

@@ -202,6 +202,39 @@ def test_database_lost_between_the_last_point_and_the_totals(healthy, local_resu
     assert again["tasks"] == state["tasks"] and again["total"] == state["total"]
 
 
+def test_database_cut_after_the_last_point_committed_and_before_its_totals(healthy, local_results):
+    """The real cut: once nine points are final and the tenth is judging, the observer locks the
+    submission's row (FOR NO KEY UPDATE: the totals wait for it, result rows do not). The tenth's result
+    commits, its totals wait for the lock, and then the database is cut: that transaction dies with its
+    connection. After the restore the worker's retry or the sweeper stores the totals, no attempt spent."""
+    from sqlalchemy import select as select_
+
+    rig = healthy
+    local = local_results(SLOW)  # before any fault: computing it takes a while
+    submission_id, _ = rig.submit(SLOW, "totals-cut")
+
+    def finished() -> set:
+        return {(r["task"], r["point"]) for r in rig.rows(submission_id) if r["finished_at"] is not None}
+    wait_until(lambda: len(finished()) == 9 and rig.running(submission_id, (1, 1)), 180,
+               "nine points final and test point 1.1 judging")
+    engine = db.make_engine(rig.observer.settings.db_url)
+    try:
+        with engine.connect() as locker:
+            locker.execute(select_(Submission.id).where(Submission.id == submission_id)
+                           .with_for_update(key_share=True))  # FOR NO KEY UPDATE: result rows may still refer to it
+            wait_until(lambda: len(finished()) == 10, 180, "the last point's result to commit")
+            assert rig.observer.status(submission_id)["total"] is None  # its totals wait for the lock
+            rig.db_proxy.cut()
+            time.sleep(2)
+            locker.rollback()  # the waiting transaction gets the lock, but its client is cut off
+        time.sleep(8)  # longer than a heartbeat may be silent: the outage must not count as a death
+        assert rig.observer.status(submission_id)["total"] is None
+    finally:
+        engine.dispose()
+        rig.db_proxy.restore()
+    rig.complete_like_local(submission_id, local, since=time.monotonic())
+
+
 def test_a_whole_worker_sigkilled(healthy, local_results):
     rig = healthy
     local = local_results(SLOW)  # before any fault: computing it takes a while
