@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import fcntl
 import logging
 import os
 import socket
@@ -583,11 +584,31 @@ class Service:
 
 
 def ensure_schema(url: str, force: bool = False) -> None:
-    """Migrate the database at ``url`` to the newest revision, once per process (unless ``force``)."""
+    """Migrate the database at ``url`` to the newest revision, once per process (unless ``force``). For a
+    SQLite file, processes take turns (a lock file beside it): two `kdt-grade submit` started at once on a
+    new data directory would both create the tables, and one would fail."""
     with _MIGRATE_LOCK:
         if force or url not in _MIGRATED:
-            upgrade(url)
+            with _migration_file_lock(url):
+                upgrade(url)
             _MIGRATED.add(url)
+
+
+@contextlib.contextmanager
+def _migration_file_lock(url: str):
+    """An exclusive ``flock`` on ``<database file>.migrate-lock`` for a SQLite file URL; nothing otherwise
+    (PostgreSQL: Alembic's migrations run in one transaction each)."""
+    parsed = db.resolve_url(url)
+    path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if not path or path == ":memory:":
+        yield
+        return
+    with open(f"{path}.migrate-lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def utilisation(task: int, point: int, cycles: int | None) -> float | None:
