@@ -186,14 +186,19 @@ def admit(session: Session, user_id: int, now: datetime | None = None) -> None:
 
 
 def _refuse(session: Session, user_id: int, now: datetime) -> None:
-    """Raise the first ``Refusal`` the rules give user ``user_id`` at ``now``."""
-    rules = Rules.from_row(contest_db.get_contest(session))
-    refusal = _window_refusal(rules, now)
-    if refusal is None:
-        limits = _limit_refusals(session, rules, user_id, now)
-        refusal = max(limits, key=lambda r: r.retry_after) if limits else None
+    """Raise the ``Refusal`` the rules give user ``user_id`` at ``now``, if any (``_refusal``)."""
+    refusal = _refusal(session, Rules.from_row(contest_db.get_contest(session)), user_id, now)
     if refusal is not None:
         raise refusal
+
+
+def _refusal(session: Session, rules: Rules, user_id: int, now: datetime) -> Refusal | None:
+    """The window's refusal, else the limit that lasts longest, else None."""
+    window = _window_refusal(rules, now)
+    if window is not None:
+        return window
+    limits = _limit_refusals(session, rules, user_id, now)
+    return max(limits, key=lambda r: r.retry_after) if limits else None
 
 
 def check(service: Service, user_id: int) -> None:
@@ -209,11 +214,9 @@ def allowance(service: Service, user_id: int, now: datetime | None = None) -> di
     now = now or utcnow()
     with service.read_session() as session:
         rules = Rules.from_row(contest_db.get_contest(session))
-        window = _window_refusal(rules, now)
-        limits = _limit_refusals(session, rules, user_id, now)
+        worst = _refusal(session, rules, user_id, now)
         hour = len(contest_db.recent_submissions(session, user_id, now - HOUR))
         pending = contest_db.pending_count(session, user_id)
-    worst = window or (max(limits, key=lambda r: r.retry_after) if limits else None)
     return {"can_submit": worst is None, "reason": worst.message if worst else None,
             "retry_after": worst.retry_after if worst else None, "pending": pending,
             "submitted_last_hour": hour,
