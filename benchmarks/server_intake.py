@@ -7,7 +7,7 @@ barrier) POST one copy each (a random comment makes every copy's sha256 differ).
 p50/p99/max, whether grading was running during the intake, and then waits until all N are graded and
 checks that every one has exactly the per-point outcomes and total of `kdt-grade local --json`.
 
-Run: `.venv/bin/python benchmarks/server_intake.py [-n 50] [--file F] [--workers 2] [--background 2]`
+Run: `.venv/bin/python benchmarks/server_intake.py [-n 50] [--file F] [--workers 2] [--http-workers 2] [--background 2]`
 """
 import argparse
 import concurrent.futures
@@ -100,6 +100,7 @@ def main() -> None:
     parser.add_argument("--file", type=Path, default=ROOT / "submissions" / "examples" / "optimized.py")
     parser.add_argument("--workers", type=int, default=2, help="grading processes (default 2)")
     parser.add_argument("--background", type=int, default=2, help="copies submitted first to keep the pool busy")
+    parser.add_argument("--http-workers", type=int, default=2, help="HTTP processes of the server (default 2)")
     parser.add_argument("--broker-url", help="broker mode: grade on one Celery worker (Redis URL; flushed)")
     parser.add_argument("--database-url", help="default: a new SQLite file (e.g. a PostgreSQL URL of an empty schema)")
     args = parser.parse_args()
@@ -107,7 +108,7 @@ def main() -> None:
     data = args.file.read_bytes()
     print(f"{args.n} concurrent clients submit {args.file.name} to a real server "
           f"({'broker ' + args.broker_url if args.broker_url else 'embedded pool'}, {args.workers} grading "
-          f"processes, {'PostgreSQL' if args.database_url else 'SQLite'}); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+          f"processes, {args.http_workers} HTTP processes, {'PostgreSQL' if args.database_url else 'SQLite'}); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="kdt-grade-intake-") as tmp:
         tmp = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KDT_GRADE_")}
@@ -130,8 +131,9 @@ def main() -> None:
                 procs.append(start(["worker", "-c", str(args.workers), "--without-mingle", "--without-gossip"],
                                    env, log, lambda: b" ready." in log.read_bytes()))
             url = f"http://127.0.0.1:{free_port()}"
-            procs.append(start(["serve", "--port", url.rsplit(":", 1)[1], "--log-level", "warning"], env,
-                               tmp / "server.log", lambda: answers(url)))
+            server_log = tmp / "server.log"  # "serving on": every HTTP process has started its app
+            procs.append(start(["serve", "--port", url.rsplit(":", 1)[1], "--http-workers", str(args.http_workers)],
+                               env, server_log, lambda: b"serving on http" in server_log.read_bytes() and answers(url)))
             try:
                 with client_for(url, load_token) as load:
                     background = [post(load, "load.py", copy_of(data))[2]["id"] for _ in range(args.background)]

@@ -15,10 +15,13 @@ SQLite, shared by several worker processes on one machine, is set up on every co
 - except a read-only scope (`session_scope(factory, read_only=True)`): a plain deferred `BEGIN`, one
   consistent WAL snapshot that never waits for the writer (token checks, status polls, leaderboards),
   with `PRAGMA query_only` so that a write in it fails instead of silently taking the lock;
-- the writers of one process queue on a lock of the engine before `BEGIN IMMEDIATE`. SQLite's own busy
-  handler polls with sleeps growing to 100 ms, so 50 threads waiting for the write lock took turns
+- the writers queue before `BEGIN IMMEDIATE`: on a lock of the engine (threads of one process), then,
+  for a database file, on an exclusive `flock` of the file `<database>-writer.lock` beside it (the
+  processes of one machine: the server's HTTP processes, its grading process, workers). SQLite's own
+  busy handler polls with sleeps growing to 100 ms, so 50 threads waiting for the write lock took turns
   only every few tens of milliseconds (a second for the last upload of 50); a lock hands over at once.
-  Writers in other processes still meet at SQLite's lock and its busy timeout.
+  A writer that waited `busy_timeout` for the queue goes on anyway and meets SQLite's own lock and
+  timeout, as it would without the queue: never a hang.
 
 PostgreSQL URLs without a driver (`postgresql://`) use psycopg 3 if installed, else psycopg2.
 (SQLAlchemy 2.1 would pick psycopg 3 only, and the project depends on psycopg2-binary.)
@@ -30,9 +33,11 @@ Public API: `resolve_url`, `make_engine`, `make_session_factory`, `session_scope
 """
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -80,32 +85,100 @@ def _install_sqlite_listeners(engine: Engine, busy_timeout_ms: int) -> None:
         connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
-_WRITER_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.RLock]" = weakref.WeakKeyDictionary()
-os.register_at_fork(after_in_child=_WRITER_LOCKS.clear)  # a lock held by another thread at fork stays held
+class _WriterQueue:
+    """The writer queue of one SQLite engine in this process (see the module doc): a re-entrant thread
+    lock and, for a database file, the descriptor of its lock file, flocked while the outermost writer
+    of this process holds the queue."""
+
+    def __init__(self, lock_path: str | None):
+        self.lock = threading.RLock()
+        self.depth = 0  # nesting of the thread holding ``lock``
+        self.fd = None
+        if lock_path:
+            try:
+                self.fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError:  # a directory this process may not write: SQLite's own lock still holds
+                self.fd = None
+
+    def acquire(self, deadline: float) -> bool:
+        if not self.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            return False
+        if self.depth == 0 and self.fd is not None and not self._flock(deadline):
+            self.lock.release()
+            return False
+        self.depth += 1
+        return True
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0 and self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        self.lock.release()
+
+    def _flock(self, deadline: float) -> bool:
+        """The file lock, polled (a blocking flock cannot time out): at once when free, else every 0.2 ms
+        for the first 10 ms, then every 2 ms, until ``deadline``."""
+        pause, waited = 0.0002, 0.0
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(pause)
+                waited += pause
+                if waited > 0.01:
+                    pause = 0.002
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
-def _writer_lock(factory: sessionmaker[Session]) -> threading.RLock | None:
-    """The in-process writer lock of a SQLite factory's engine (see the module doc); None otherwise."""
+_WRITER_QUEUES: "weakref.WeakKeyDictionary[Engine, _WriterQueue]" = weakref.WeakKeyDictionary()
+_QUEUES_LOCK = threading.Lock()
+
+
+def _forget_queues_after_fork() -> None:
+    """In a forked child: a lock held by another thread at the fork stays held there, and the lock file's
+    descriptor shares its flock with the parent's; both are dropped (the child makes its own)."""
+    global _QUEUES_LOCK
+    _QUEUES_LOCK = threading.Lock()
+    for queue in list(_WRITER_QUEUES.values()):
+        queue.close()
+    _WRITER_QUEUES.clear()
+
+
+os.register_at_fork(after_in_child=_forget_queues_after_fork)
+
+
+def _writer_queue(factory: sessionmaker[Session]) -> _WriterQueue | None:
+    """The writer queue of a SQLite factory's engine (see the module doc); None otherwise."""
     engine = factory.kw.get("bind")
     if not isinstance(engine, Engine) or engine.dialect.name != "sqlite":
         return None
-    lock = _WRITER_LOCKS.get(engine)
-    if lock is None:
-        lock = _WRITER_LOCKS.setdefault(engine, threading.RLock())
-    return lock
+    with _QUEUES_LOCK:
+        queue = _WRITER_QUEUES.get(engine)
+        if queue is None:
+            database = engine.url.database
+            on_disk = database not in (None, "", ":memory:") and not database.startswith("file:")
+            queue = _WRITER_QUEUES[engine] = _WriterQueue(f"{database}-writer.lock" if on_disk else None)
+    return queue
 
 
 @contextmanager
 def _queued_writer(factory: sessionmaker[Session]) -> Iterator[None]:
-    """Hold the writer lock (if any) for the block. After the busy timeout without it the block runs
+    """Hold the writer queue (if any) for the block. After the busy timeout without it the block runs
     anyway and meets SQLite's own lock and timeout, as it would without this queue: never a hang."""
-    lock = _writer_lock(factory)
-    held = lock is not None and lock.acquire(timeout=DEFAULT_BUSY_TIMEOUT_MS / 1000)
+    queue = _writer_queue(factory)
+    held = queue is not None and queue.acquire(time.monotonic() + DEFAULT_BUSY_TIMEOUT_MS / 1000)
     try:
         yield
     finally:
         if held:
-            lock.release()
+            queue.release()
 
 
 def make_engine(url: str | URL, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, **engine_kwargs: Any) -> Engine:

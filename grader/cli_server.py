@@ -7,7 +7,9 @@ import click
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="TCP port.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-def serve(host: str, port: int, log_level: str) -> None:
+@click.option("--http-workers", type=click.IntRange(1, 64), default=None,
+              help="HTTP processes (default KDT_GRADE_HTTP_WORKERS, 2); grading runs in the main process.")
+def serve(host: str, port: int, log_level: str, http_workers: int | None) -> None:
     """Serve the JSON API (/api/v1, OpenAPI at /api/v1/openapi.json) over the same database and grading.
 
     Without KDT_GRADE_BROKER_URL it grades in its own process pool (the embedded mode: one command runs a
@@ -18,6 +20,6 @@ def serve(host: str, port: int, log_level: str) -> None:
     from .web.server import serve as run
 
     try:
-        run(load_settings(), host=host, port=port, log_level=log_level)
+        run(load_settings(), host=host, port=port, log_level=log_level, http_workers=http_workers)
     except SelfCheckFailed as exc:
         raise click.ClickException(f"refusing to start the server: {exc}") from None

@@ -20,6 +20,7 @@
 | ``KDT_GRADE_DISPATCH_INTERVAL_SECONDS`` | 2 | how often the outbox dispatcher retries unsent tasks |
 | ``KDT_GRADE_TRANSIENT_RETRY_SECONDS`` | 600 | a task retries an unreachable database this long |
 | ``KDT_GRADE_WORKERS`` | CPU count | processes of the embedded mode's pool |
+| ``KDT_GRADE_HTTP_WORKERS`` | 2 | HTTP processes of ``kdt-grade serve`` (``--http-workers``) |
 """
 import os
 from functools import cached_property
@@ -54,6 +55,7 @@ class Settings(BaseSettings):
     dispatch_interval_seconds: float = Field(2.0, gt=0)
     transient_retry_seconds: float = Field(600.0, gt=0)
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    http_workers: int = Field(2, ge=1, le=64)
 
     @property
     def db_url(self) -> str:

@@ -25,7 +25,7 @@ from .audit import audit_source
 from .compile import Failure, compile_submission
 from .config import Settings
 from .pool import interrupts_deferred
-from .pyparse import parse
+from .pyparse import check_syntax
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
 
@@ -47,7 +47,7 @@ def check_source(data: bytes, max_bytes: int) -> str:
     except UnicodeDecodeError as exc:
         raise Rejected(f"the file is not UTF-8 text (byte {exc.start})") from None
     try:
-        parse(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
+        check_syntax(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         raise Rejected(f"the file is not valid Python: {where}{exc.msg}") from None

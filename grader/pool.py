@@ -19,6 +19,7 @@ import contextlib
 import multiprocessing
 import os
 import resource
+import select
 import signal
 import threading
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ def grading_pool(settings: Settings, workers: int | None = None) -> concurrent.f
     _start_forkserver()
     return concurrent.futures.ProcessPoolExecutor(
         max_workers=workers or settings.workers, mp_context=ctx, initializer=prepare_grading_process,
-        initargs=(settings.grade_memory_mb, settings.grade_nice))
+        initargs=(settings.grade_memory_mb, settings.grade_nice, os.getpid()))
 
 
 @contextlib.contextmanager
@@ -97,11 +98,32 @@ def _start_forkserver() -> None:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def prepare_grading_process(megabytes: int, nice: int) -> None:
-    """The pool's initializer: the memory cap (``limit_memory``) and ``nice`` more CPU niceness."""
+def prepare_grading_process(megabytes: int, nice: int, owner: int | None = None) -> None:
+    """The pool's initializer: the memory cap (``limit_memory``), ``nice`` more CPU niceness, and an end
+    with the process ``owner`` that made the pool (``exit_with``)."""
+    if owner is not None:
+        exit_with(owner)
     limit_memory(megabytes)
     if nice > 0:
         os.nice(nice)
+
+
+def exit_with(pid: int) -> None:
+    """End this process (exit status 1) as soon as process ``pid`` ends, from a daemon thread waiting on
+    its pidfd. A pool process's parent is the fork server, so nothing else notices when the server or
+    worker that owns the pool is killed (SIGKILL, the OOM killer): its processes would go on judging for
+    nobody and then wait on their queue for ever, and the fork server with them. Raises nothing: if
+    ``pid`` is already gone, this process ends at once."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(1)
+
+    def wait() -> None:
+        select.select([fd], [], [])
+        os._exit(1)
+
+    threading.Thread(target=wait, name="kdt-grade-owner", daemon=True).start()
 
 
 def limit_memory(megabytes: int) -> None:

@@ -88,6 +88,9 @@ class Service:
         self.settings = settings or load_settings()
         self._factory = None
         self._broker: Broker | None = None
+        # Set when the process stops (the server's ``Dispatcher.close``): a point whose pool process was
+        # ended then is left for the next start instead of being tried again in a fresh process.
+        self.stopping = threading.Event()
 
     # ---- resources ---------------------------------------------------------------------------------
 
@@ -155,9 +158,12 @@ class Service:
     # ---- intake --------------------------------------------------------------------------------------
 
     def accept(self, data: bytes, file_name: str, user: str,
-               admit: Callable[[object, int], None] | None = None) -> int:
+               admit: Callable[[object, int], None] | None = None, user_id: int | None = None) -> int:
         """Check, store and record a submission; return its id. In broker mode the outbox row
         "compile N" is written in the same transaction; ``enqueue`` (or the dispatcher) sends it.
+
+        ``user_id``: the id of the existing account ``user`` (the server's authenticated caller), which
+        spares the transaction the lookup that creates user ``user`` if missing (the CLI's case).
 
         ``admit(session, user_id)``, if given, runs in the intake's transaction before the row is created
         (the contest server passes ``grader.contest.admit``: window and limits); what it raises propagates
@@ -174,26 +180,32 @@ class Service:
             raise Rejected(f"the file name must not contain control characters, got {name!r}; rename the file")
         if not user or len(user) > 100:
             raise Rejected(f"the user name must have 1..100 characters, got {user!r}")
-        sha = storage.sha256_of(data)
-        created_file = None
+        # The archive copy (grading reads the text in the row) is written and fsynced before the
+        # transaction and placed after its commit: the writers' queue is held for the rows alone, and a
+        # refusal leaves no file.
+        staged = storage.stage(self.settings.data_dir, data)
         try:
             with self.session() as session:
-                user_id = db.get_or_create_user(session, user)["id"]
+                if user_id is None:
+                    user_id = db.get_or_create_user(session, user)["id"]
                 if admit is not None:
                     admit(session, user_id)
-                row = db.create_submission(session, user_id, name, sha, text)
+                row = db.create_submission(session, user_id, name, staged.sha256, text)
                 if not self.settings.embedded:
                     db.add_outbox(session, "compile", row["id"])
-                existed = storage.path_for(self.settings.data_dir, sha).exists()
-                storage.store(self.settings.data_dir, data)
-                created_file = None if existed else storage.path_for(self.settings.data_dir, sha)
                 session.flush()
         except Exception as exc:
-            if created_file is not None:  # the row is not there: neither may its file be
-                created_file.unlink(missing_ok=True)
+            staged.discard()
             if is_transient(exc):
                 raise unavailable(exc, "the database is unreachable") from exc
             raise
+        try:
+            staged.place()
+        except OSError as exc:  # accepted all the same: the row holds the text, the file can be written again
+            log.error("submission %s is stored, but its archive file %s could not be written: %s",
+                      row["id"], staged.path, exc)
+        finally:
+            staged.discard()
         return int(row["id"])
 
     def submit(self, data: bytes, file_name: str, user: str, on_result=None) -> int:
@@ -417,7 +429,7 @@ class Service:
         worker = worker_name()
         with contextlib.nullcontext(pool) if pool is not None else open_pool(self.settings) as batch_pool:
             died = self._judge_batch(submission_id, todo, batch_pool, worker, on_result, take_over)
-        while died:  # each point whose process died goes again, alone, in a fresh process
+        while died and not self.stopping.is_set():  # each point whose process died goes again, alone, in a fresh process
             again = []
             for p in died:
                 with open_pool(self.settings, 1) as single:

@@ -6,8 +6,9 @@ so a reader never sees a partial file, and idempotent: storing the same bytes tw
 The database keeps the text as well (``Submission.source``), so workers on other machines need no shared
 filesystem; this store is the organisers' archive of exactly what was accepted.
 
-Public API: ``store(data_dir, data) -> (sha256, path)``, ``load(data_dir, sha256) -> bytes``,
-``path_for(data_dir, sha256)``, ``sha256_of(data)``, ``CorruptFile``.
+Public API: ``store(data_dir, data) -> (sha256, path)``, ``stage(data_dir, data) -> Staged`` (the same in
+two steps: write, then ``place()``), ``load(data_dir, sha256) -> bytes``, ``path_for(data_dir, sha256)``,
+``sha256_of(data)``, ``CorruptFile``.
 """
 import hashlib
 import os
@@ -44,10 +45,48 @@ def private_dir(path: Path) -> None:
 
 def store(data_dir: str | os.PathLike, data: bytes) -> tuple[str, Path]:
     """Store ``data`` under its hash; return ``(sha256, path)``. Idempotent for the same content."""
+    staged = stage(data_dir, data)
+    try:
+        staged.place()
+    finally:
+        staged.discard()
+    return staged.sha256, staged.path
+
+
+class Staged:
+    """``data`` written and fsynced under a temporary name in the directory of its place (``stage``), so
+    that publishing it (``place``) is a rename and a directory fsync: the intake does the slow part
+    before its transaction and only ``place`` inside it. ``sha256``, ``path``: where it goes."""
+
+    def __init__(self, sha256: str, path: Path, tmp: Path | None):
+        self.sha256, self.path, self.tmp = sha256, path, tmp
+
+    def place(self) -> bool:
+        """Publish the file at ``path`` (atomically); True if this call created it, False if an intact
+        copy was there already (the staged one is then dropped). Raises ``OSError``."""
+        if self.tmp is None or (self.path.is_file() and _intact(self.path, self.sha256)):
+            self.discard()
+            return False
+        existed = self.path.exists()
+        os.replace(self.tmp, self.path)
+        self.tmp = None
+        _fsync_dir(self.path.parent)
+        return not existed
+
+    def discard(self) -> None:
+        """Remove the temporary file if it was not placed (always safe to call)."""
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+            self.tmp = None
+
+
+def stage(data_dir: str | os.PathLike, data: bytes) -> Staged:
+    """Write ``data`` (fsynced) beside its place, unless an intact copy is stored already; see ``Staged``.
+    Raises ``OSError`` (disk full, permissions)."""
     sha = sha256_of(data)
     path = path_for(data_dir, sha)
     if path.is_file() and _intact(path, sha):
-        return sha, path
+        return Staged(sha, path, None)
     private_dir(Path(data_dir))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{sha[:12]}.", suffix=".tmp", dir=path.parent)
@@ -57,12 +96,10 @@ def store(data_dir: str | os.PathLike, data: bytes) -> tuple[str, Path]:
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
-    return sha, path
+    return Staged(sha, path, Path(tmp))
 
 
 def load(data_dir: str | os.PathLike, sha256: str) -> bytes:

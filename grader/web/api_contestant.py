@@ -1,7 +1,7 @@
 """The contestant's API (``/api/v1``, a token needed): submit, list one's own submissions, status, source.
 
 Thin: authenticate (``auth``), read the upload (``upload``), call ``Service.accept`` with the contest's
-``admit`` check (``grader.contest``), hand the id to the ``grading`` dispatcher; reading goes through
+contest's rules (``intake``), hand the id to the ``grading`` dispatcher; reading goes through
 ``grader.visibility`` (another user's id answers 404, exactly as a missing one).
 """
 from __future__ import annotations
@@ -10,9 +10,10 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from grader import contest, visibility
+from grader import visibility
 from grader.accounts import Account
 
+from . import intake
 from .auth import current_account
 from .errors import error_responses
 from .schemas import Accepted, Status, SubmissionRow
@@ -45,12 +46,8 @@ async def submit(request: Request, account: Account = Depends(current_account)) 
 def _intake(service, dispatcher, account: Account, name: str, data: bytes) -> int:
     """Check the rules, store, start grading: one trip to the thread pool (each trip waits for a turn
     of the event loop, which is busy reading the other uploads when many arrive at once)."""
-    admit = None if account.is_admin else contest.admit  # organisers are not held to the window and limits
-    if admit is not None:
-        contest.check(service, account.id)  # a refusal stores nothing at all
-    submission_id = service.accept(data, name, account.name, admit)
-    dispatcher.dispatch(submission_id)
-    return submission_id
+    intake.check(service, account)  # a refusal stores nothing at all
+    return intake.accept(service, dispatcher, account, name, data)
 
 
 @router.get("/submissions", response_model=list[SubmissionRow], responses=error_responses(401, 403, 503))

@@ -29,7 +29,7 @@ from grader.pipeline import Rejected
 from grader.refusals import Forbidden, NotAuthenticated, NotFound, Refusal
 
 from . import pages_render as views
-from . import session
+from . import intake, session
 from .timeline import timeline_height, timeline_svg
 from .upload import read_upload_form
 
@@ -161,17 +161,16 @@ async def submit(request: Request) -> Response:
         return to_login(request)
     service = request.app.state.service
     try:
-        admit = None if account.is_admin else contest.admit  # organisers are not held to the window and limits
-        if admit is not None:  # before the upload is read or parsed: a refused contestant costs nothing
-            await run_in_threadpool(contest.check, service, account.id)
+        # before the upload is read or parsed: a refused contestant costs nothing
+        await run_in_threadpool(intake.check, service, account)
         name, data, fields = await read_upload_form(request, service.settings.submission_max_bytes)
         session.check_csrf(request, fields.get("csrf", "")[:128])
-        submission_id = await run_in_threadpool(service.accept, data, name, account.name, admit)
+        submission_id = await run_in_threadpool(intake.accept, service, request.app.state.dispatcher, account,
+                                                name, data)
     except Rejected as exc:
         return await run_in_threadpool(_submit_page, request, account, 400, f"{exc}. Nothing was stored.")
     except Refusal as exc:
         return await run_in_threadpool(_submit_page, request, account, exc.status, exc.message)
-    await run_in_threadpool(request.app.state.dispatcher.dispatch, submission_id)
     return RedirectResponse(f"/submissions/{submission_id}", status_code=303)
 
 

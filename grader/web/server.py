@@ -1,5 +1,13 @@
 """Running the app on uvicorn (``kdt-grade serve``), with the service's own logger next to uvicorn's.
 
+One grading process and ``http_workers`` HTTP processes. This process binds the listening sockets, grades
+(``grading.Dispatcher``, and ``grading.RelayListener`` for the ids the HTTP processes accept; in broker
+mode the outbox dispatcher and sweeper loops instead) and supervises the HTTP processes
+(``supervisor.HttpProcesses``: spawned, each running uvicorn over ``app.create_http_app`` on a socket of
+its own, a dead one replaced). Requests never share a Python interpreter lock with grading, and several
+HTTP processes use several cores: 50 uploads at once are parsed and stored in parallel. SIGINT/SIGTERM stop the HTTP
+processes (their requests finish first), then grading (what was running is graded again at the next start).
+
 uvicorn's access log shows the client, the request line and the status; tokens travel only in the
 ``Authorization`` header, which is never logged. Query strings are not logged either (``QueryRedacted``):
 a client that puts its token there by mistake must not leave it in the log.
@@ -7,14 +15,26 @@ a client that puts its token there by mistake must not leave it in the log.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
+import logging.config
+import os
+import socket
+import tempfile
+from pathlib import Path
 
 import uvicorn
 from uvicorn.config import LOGGING_CONFIG
 
 from grader.config import Settings
+from grader.pool import exit_with
+from grader.service import Service
 
-from .app import create_app
+from .grading import RELAY_ENV, Dispatcher, RelayListener
+from .supervisor import HttpProcesses, listening_sockets
+
+log = logging.getLogger("kdt_grade.web.server")
+READY_LINE = "serving on"
 
 
 class QueryRedacted(logging.Filter):
@@ -38,14 +58,67 @@ def log_config(level: str = "INFO") -> dict:
     return config
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve the app until interrupted (SIGINT/SIGTERM end it cleanly).
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
+          http_workers: int | None = None) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM end it cleanly): this process grades, ``http_workers``
+    (default ``settings.http_workers``) HTTP processes answer (see the module docstring).
 
     First the sandbox self-check (``grader.doctor.self_check``: a known-good kernel through the real
     sandbox with the configured limits): the server refuses to start, with ``SelfCheckFailed``'s message,
-    rather than give every contestant a judge fault."""
+    rather than give every contestant a judge fault. The HTTP processes read the same ``KDT_GRADE_*``
+    environment as this one, so ``settings`` must be ``load_settings()`` of it. Raises ``OSError`` when the
+    address cannot be bound, ``HttpProcessesFailed`` when the HTTP processes cannot start."""
     from grader.doctor import self_check
 
     self_check(settings)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, log_config=log_config(log_level),
-                server_header=False, proxy_headers=False)
+    logging.config.dictConfig(log_config(log_level))
+    service = Service(settings)
+    service.factory  # noqa: B018  (the schema, created or upgraded once, before any HTTP process starts)
+    dispatcher = Dispatcher(service)
+    # A private directory (0700) for the relay socket: only this user's processes can reach it.
+    with tempfile.TemporaryDirectory(prefix="kdt-grade-serve-") as run_dir:
+        sockets = listening_sockets(host, port, http_workers or settings.http_workers)
+        url = f"http://{f'[{host}]' if ':' in host else host}:{sockets[0].getsockname()[1]}"
+        listener = RelayListener(dispatcher, str(Path(run_dir) / "relay.sock"), _ReadyLog(url, len(sockets)))
+        os.environ[RELAY_ENV] = listener.path  # the HTTP processes are spawned with this environment
+        loops = None
+        try:
+            dispatcher.start()
+            listener.start()
+            loops = service.start_background(sweep=True) if not settings.embedded else None
+            log.info("starting %d HTTP process(es) on %s", len(sockets), url)
+            HttpProcesses(functools.partial(run_http_process, log_level, os.getpid()), sockets).run()
+        finally:
+            for sock in sockets:
+                sock.close()
+            if loops is not None:
+                loops.stop()
+            listener.close()
+            dispatcher.close()
+            service.close()
+            os.environ.pop(RELAY_ENV, None)
+
+
+class _ReadyLog:
+    """``RelayListener``'s ``on_ready``: logs each HTTP process that has started, and ``READY_LINE`` once
+    all of them have (organisers and tests wait for that line)."""
+
+    def __init__(self, url: str, count: int):
+        self.url, self.count, self.ready = url, count, set()
+
+    def __call__(self, pid: int) -> None:
+        self.ready.add(pid)
+        if len(self.ready) == self.count:
+            log.info("%s %s with %d HTTP process(es) (Ctrl-C to stop)", READY_LINE, self.url, self.count)
+        elif len(self.ready) > self.count:
+            log.info("HTTP process %d started (a replacement)", pid)
+
+
+def run_http_process(log_level: str, parent: int, sock: socket.socket) -> None:
+    """One HTTP process (spawned by ``HttpProcesses``): uvicorn serving ``app.create_http_app`` on ``sock``
+    until SIGINT/SIGTERM, or until the grading process ``parent`` is gone (killed: this process must not
+    go on accepting uploads that nobody grades)."""
+    exit_with(parent)
+    config = uvicorn.Config("grader.web.app:create_http_app", factory=True, log_level=log_level,
+                            log_config=log_config(log_level), server_header=False, proxy_headers=False)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -141,3 +141,52 @@ def test_many_writer_threads_of_one_process_all_commit(factory):
     with session_scope(factory, read_only=True) as session:
         names = sorted(session.scalars(text("SELECT name FROM users")))
     assert added == names == [f"writer{i:02d}" for i in range(40)]
+
+
+WRITER_SCRIPT = """
+import sys, time
+from sqlalchemy import text
+from db.session import make_session_factory, session_scope
+from db.users import get_or_create_user
+factory = make_session_factory(sys.argv[1])
+hold = float(sys.argv[3])
+for i in range(int(sys.argv[4])):
+    with session_scope(factory) as session:
+        get_or_create_user(session, f"{sys.argv[2]}-{i:02d}")
+        if hold:
+            print("holding", flush=True)
+            time.sleep(hold)
+"""
+
+
+def test_writers_of_several_processes_queue_on_the_lock_file(tmp_path):
+    """SQLite on disk: a writer holds an exclusive flock of ``<database>-writer.lock`` for its transaction,
+    so writers of other processes (the server's HTTP and grading processes) queue there instead of in
+    SQLite's sleeping busy handler; 3 processes x 30 transactions all commit."""
+    import fcntl
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from db.migrate import upgrade
+
+    database = tmp_path / "kdt.sqlite3"
+    url = f"sqlite:///{database}"
+    upgrade(url)
+    root = Path(__file__).resolve().parents[2]
+    holder = subprocess.Popen([sys.executable, "-c", WRITER_SCRIPT, url, "holder", "1.5", "1"], cwd=root,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "holding\n"
+    with open(f"{database}-writer.lock", "rb") as lock:
+        with pytest.raises(BlockingIOError):  # held by the other process's open transaction
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert holder.wait(30) == 0
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released with its commit
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER_SCRIPT, url, f"p{n}", "0", "30"], cwd=root)
+               for n in range(3)]
+    assert [w.wait(120) for w in writers] == [0, 0, 0]
+    factory = make_session_factory(url)
+    with session_scope(factory, read_only=True) as session:
+        names = set(session.scalars(text("SELECT name FROM users")))
+    assert names == {"holder-00"} | {f"p{n}-{i:02d}" for n in range(3) for i in range(30)}

@@ -39,8 +39,12 @@ class Server:
         wait_until(self._up, 120, f"the server on port {self.port} (log {self.log_path})")
 
     def _up(self) -> bool:
+        """Every HTTP process has started its app (the server logs "serving on" then; connections
+        reaching a process still starting would wait for it), and the port answers."""
         if self.proc.poll() is not None:
             raise AssertionError(f"the server exited {self.proc.returncode}:\n{self.log()}")
+        if "serving on http://" not in self.log():
+            return False
         try:
             httpx.get(self.url + "/api/v1/contest", timeout=2)  # any answer: the app has started
             return True

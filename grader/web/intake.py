@@ -1,0 +1,29 @@
+"""Taking in an upload for an account, shared by the API (``api_contestant``) and the page form (``pages``).
+
+- ``check``: the contest's rules in a read-only snapshot (``grader.contest.check``), before any work;
+  organisers are not held to the window and limits;
+- ``accept``: ``Service.accept`` with the rules checked again inside its transaction (``contest.admit``),
+  then the id handed to the grading dispatcher. Refusals (``pipeline.Rejected``, ``refusals.Refusal``)
+  propagate and nothing is stored.
+"""
+from __future__ import annotations
+
+from grader import contest
+from grader.accounts import Account
+from grader.service import Service
+
+
+def check(service: Service, account: Account) -> None:
+    """Raise the ``Refusal`` the contest's rules give ``account`` now (none for an organiser)."""
+    if not account.is_admin:
+        contest.check(service, account.id)
+
+
+def accept(service: Service, dispatcher, account: Account, file_name: str, data: bytes) -> int:
+    """Store the upload as ``account``'s submission and start its grading (``dispatcher.dispatch``);
+    return its id. Raises ``pipeline.Rejected`` (400), ``refusals.Refusal`` (403/429) or
+    ``ServiceUnavailable`` (503), with nothing stored."""
+    admit = None if account.is_admin else contest.admit
+    submission_id = service.accept(data, file_name, account.name, admit, user_id=account.id)
+    dispatcher.dispatch(submission_id)
+    return submission_id
