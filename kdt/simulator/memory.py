@@ -74,10 +74,11 @@ class RV:
     """
 
     __slots__ = ("st", "w", "r", "shape", "numel", "data", "wdata", "widx", "tk", "lo", "hi", "t_shape",
-                 "t_strides", "_views")
+                 "t_strides", "_views", "off", "strides")
 
     def __init__(self, st: StorageRT, off: int, sizes: tuple, strides: tuple):
         self.st = st
+        self.off, self.strides = off, strides
         self.w, self.r = st.w, st.r  # one hop less on the hot path
         self.shape = sizes
         numel = 1
@@ -90,13 +91,7 @@ class RV:
         else:
             self.data = np.ndarray(sizes, st.data.dtype, buffer=st.data, offset=off * item,
                                    strides=tuple(s * item for s in strides))
-        self.wdata, self.widx = self.data, None
-        if any(st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)):
-            # Size-1 slices (not integer indices) keep every dimension, so even an all-broadcast view
-            # stays an array; the result's last element along each broadcast dimension is written.
-            bcast = [st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)]
-            self.wdata = self.data[tuple(slice(0, 1) if b else slice(None) for b in bcast)]
-            self.widx = tuple(slice(-1, None) if b else slice(None) for b in bcast)
+        self.wdata, self.widx = write_target(self.data, sizes, strides)
         self._views = {}
         self._layout(off, sizes, strides)
 
@@ -142,6 +137,27 @@ class RV:
             np.copyto(self.data, result, casting="unsafe")
         else:
             np.copyto(self.wdata, np.asarray(result)[self.widx], casting="unsafe")
+
+
+def view_of(data: np.ndarray, off: int, sizes: tuple, strides: tuple) -> np.ndarray:
+    """The numpy view of ``data`` (a storage's 1-D array) at element offset ``off`` with element ``strides``
+    (bounds already checked); a fresh empty array for an empty view."""
+    if 0 in sizes:
+        return np.empty(sizes, dtype=data.dtype)
+    item = data.itemsize
+    return np.ndarray(sizes, data.dtype, buffer=data, offset=off * item, strides=tuple(s * item for s in strides))
+
+
+def write_target(data: np.ndarray, sizes: tuple, strides: tuple) -> tuple:
+    """``(wdata, widx)`` of a view: where a result is written without self-overlap. Broadcast (stride 0)
+    dimensions of size > 1 are collapsed so the result's last element along each wins (spec §3); size-1
+    slices keep every dimension, so even an all-broadcast view stays an array. ``widx`` is None when no
+    dimension is broadcast (``wdata`` is then ``data``)."""
+    if not any(st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)):
+        return data, None
+    bcast = [st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)]
+    return (data[tuple(slice(0, 1) if b else slice(None) for b in bcast)],
+            tuple(slice(-1, None) if b else slice(None) for b in bcast))
 
 
 _MAX_RANGES = 64  # remembered ranges per stamp array; beyond that the memory starts afresh
