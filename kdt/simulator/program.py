@@ -367,15 +367,10 @@ class ProgramBuilder:
                     issue = t
             finish = issue + (static_latency if static_latency is not None else latency(ins))
             for rv in ins:
-                if rv.tk == FULL:
-                    rv.r.u = finish
-                elif rv.st.id not in unwritten:  # read stamps only matter to a later writer
+                if rv.st.id not in unwritten:  # read stamps only matter to a later writer
                     stamp_set(rv, rv.r, finish)
             if out is not None:
-                if out.tk == FULL:
-                    out.w.u = finish
-                else:
-                    stamp_set(out, out.w, finish)
+                stamp_set(out, out.w, finish)
             if unit and finish > state.free[unit]:
                 state.free[unit] = finish
             if holds_issue:
