@@ -92,15 +92,23 @@ TIMED_TRIAL = 1  # the trial simulated with the timing model (and profiled); the
 
 
 def launch_trial(compiled: kdt.CompiledKernel, io: dict, spec: kdt.TPUSpec, trial: int, *,
-                 timeout: float = TIMEOUT_S, profile: kdt.Profile | None = None, print_file=None) -> int | None:
+                 timeout: float = TIMEOUT_S, profile: kdt.Profile | None = None, print_file=None,
+                 recording: kdt.simulator.Recording | None = None) -> int | None:
     """Launch trial ``trial`` (from 1): with the timing model in ``TIMED_TRIAL`` (returns its cycles,
     records ``profile``), functionally in the others (returns None). Cycles never depend on the data
     (control flow and views depend only on scalars, tested on every conformance case and example), so the
     timed trial's cycles are every trial's; outputs, prints, errors and the time limit are the same in
-    both models. Raises what ``kdt.launch_kernel`` raises."""
+    both models. Raises what ``kdt.launch_kernel`` raises.
+
+    ``recording`` (a fresh ``kdt.simulator.Recording``, the same object for every trial of the point):
+    the timed trial records its instructions into it, and a later trial whose recording is ``complete``
+    replays them (``kdt.simulator.replay_kernel``: the functional model's outputs and prints, bit for bit,
+    without the interpreter); an incomplete one (too many instructions) leaves the functional model."""
     timed = trial == TIMED_TRIAL
+    if not timed and recording is not None and recording.complete:
+        return kdt.simulator.replay_kernel(recording, io, timeout=timeout, print_file=print_file)
     return kdt.launch_kernel(compiled, io, spec, timeout=timeout, profile=profile if timed else None,
-                             print_file=print_file, timing=timed)
+                             print_file=print_file, timing=timed, record=recording if timed else None)
 
 
 # ---- step 1: compile (untrusted) -------------------------------------------------------------------
@@ -145,8 +153,8 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
 
     Seeds the RNGs and takes each trial's inputs and reference from ``point_trials`` (computed once per
     process and cached on disk, ``judger.testdata``; fresh copies per launch). Trial 1 runs the timing
-    model, trials 2 and 3 the functional model only (``launch_trial``): timing never depends on the data,
-    so trial 1's cycles are the scored (last) trial's. ``timeout`` is the wall-clock limit of one launch
+    model and records what it executes, trials 2 and 3 replay that (the functional model's numpy work,
+    ``launch_trial``): timing never depends on the data, so trial 1's cycles are the scored (last) trial's. ``timeout`` is the wall-clock limit of one launch
     (20 s in the contest). ``profile`` (a ``kdt.Profile``) records trial 1's launch; a kernel that fails
     at launch fails at trial 1, leaving a partial trace.
     ``print_file`` receives the kernel's ``kdt.print`` output (discarded by default). ``compile_s`` is
@@ -176,10 +184,12 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
         abs_tol, rel_tol = task.tolerances
         sink = print_file if print_file is not None else _NullWriter()
         cycles = None
+        recording = kdt.simulator.Recording()
         for trial, (io, ref) in enumerate(point_trials(task, point), 1):
             t0 = time.perf_counter()
             try:
-                c = launch_trial(compiled, io, spec, trial, timeout=timeout, profile=profile, print_file=sink)
+                c = launch_trial(compiled, io, spec, trial, timeout=timeout, profile=profile, print_file=sink,
+                                 recording=recording)
             except TimeoutError as exc:
                 return result(Verdict.TLE, message=f"{exc} ({timeout:g} s per launch, trial {trial} of "
                                                    f"{TRIALS})\nSimulation timeout")

@@ -1,4 +1,6 @@
 """``launch_kernel``: check, simulate every job, place jobs on SMs (spec kdt-semantics.md §1, §3, §4)."""
+import contextlib
+import gc
 import sys
 import time
 
@@ -13,6 +15,7 @@ from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
 from .memory import new_storage
 from .program import JobState, ProgramBuilder
+from .replay import Recording
 from .schedule import assign_jobs
 from .spec import TPUSpec
 
@@ -32,6 +35,22 @@ def prepare_blas_control() -> None:
             pass
 
 
+@contextlib.contextmanager
+def no_cyclic_gc():
+    """The cyclic garbage collector paused while a launch runs: a launch allocates many small objects
+    (closures, views, recorded steps) that all die with it or live as long as the caller keeps them, and
+    each automatic collection would walk every object of the process (torch, numpy, the judge), which
+    cost a third of a replayed launch. Reference counting still frees everything at once; nothing a
+    launch allocates forms cycles that outlive it. Collection is resumed (if it was on) afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _single_threaded_blas():
     """Tiles are small: BLAS threads only spin against each other (and against other workers) on a
     loaded machine, which once made a 0.3 s launch take 20 s. Cycle counts never depend on this."""
@@ -40,7 +59,8 @@ def _single_threaded_blas():
 
 
 def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec, *,
-                  timeout: float = DEFAULT_TIMEOUT, profile=None, print_file=None, timing: bool = True) -> int | None:
+                  timeout: float = DEFAULT_TIMEOUT, profile=None, print_file=None, timing: bool = True,
+                  record=None) -> int | None:
     """Simulate ``compiled`` on ``tpu_spec`` and return the kernel's cycles.
 
     ``io_tensors`` must have exactly the compile-time names, shapes and dtypes (CPU tensors); outputs are
@@ -51,16 +71,28 @@ def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec,
     and time limit, without the §4 timing stamps (cycles never depend on the data, so a judge times one
     trial and runs the others this way). It cannot take a ``profile`` (``ValueError``).
 
+    ``record`` (a fresh ``kdt.simulator.Recording``, timing model only, else ``ValueError``) receives the
+    instructions this launch executes; when the launch succeeds (and executed at most the recording's
+    ``max_steps`` instructions) it is ``complete`` and ``kdt.simulator.replay_kernel`` repeats the
+    functional model on other tensors from it.
+
     Raises ``ValueError`` (bad arguments), ``RuntimeError`` (SPM overflow, before job 0),
     ``IndexError`` (a view outside its storage), ``ShapeError``/``TypeError`` (launch-time checks) and
     ``TimeoutError`` after ``timeout`` seconds of wall-clock time.
     """
+    with no_cyclic_gc():
+        return _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing, record)
+
+
+def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing, record):
     if not isinstance(compiled, CompiledKernel):
         raise LaunchTypeError(f"launch_kernel needs a CompiledKernel, got {type(compiled).__name__}")
     if not isinstance(tpu_spec, TPUSpec):
         raise LaunchTypeError(f"launch_kernel needs a kdt.TPUSpec, got {type(tpu_spec).__name__}")
     if not timing and profile is not None:
         raise LaunchValueError("a profile needs the timing model: launch_kernel(..., timing=True)")
+    if record is not None and (not timing or not isinstance(record, Recording)):
+        raise LaunchValueError("record needs a kdt.simulator.Recording and the timing model")
     kernel = compiled.ir
     arrays, write_back = _io_arrays(kernel, io_tensors)
     _check_spm(kernel, tpu_spec)
@@ -71,9 +103,17 @@ def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec,
     state = JobState(deadline)
     out = print_file if print_file is not None else None
     body = ProgramBuilder(kernel, storages, tpu_spec, state, lambda: out or sys.stdout, timing=timing).build()
+    if record is not None:
+        state.record, state.record_cap = record.start(kernel), record.max_steps
     try:
         with np.errstate(all="ignore"), _single_threaded_blas():
             job_cycles = _run_jobs(kernel, body, state, profile)
+        if record is not None:
+            record.finish()
+    except BaseException:
+        if record is not None:
+            record.abandon()
+        raise
     finally:
         for tensor, array in write_back:
             tensor.copy_(torch.from_numpy(array.reshape(tuple(tensor.shape))))

@@ -7,9 +7,14 @@ Every storage keeps, for each element, the finish cycle of its last writer (``w`
   earlier jobs and issues from ``B + 1``, so old stamps can never win a ``max`` and nothing has to be
   reset between jobs (the spec's per-job reset to 0 is implied).
 * **Uniform stamps.** While every element of a storage carries the same stamp, it is kept as one int
-  (``Stamps.u``); the per-element int64 array is only materialised when a view covering part of the
-  storage is written. Timing only needs the *set* of elements a view touches, so broadcast (stride 0)
+  (``Stamps.u``). Timing only needs the *set* of elements a view touches, so broadcast (stride 0)
   and size-1 dimensions are ignored and a view whose set is the whole storage counts as full.
+* **Segments.** While every partial write has been a contiguous range that either equals or misses
+  every range written before (the stage buffers of a pipelined kernel, ``a[i % S]``), the stamps are a
+  dict of disjoint ranges ``(lo, hi) -> stamp`` over a common stamp for the other elements
+  (``Stamps.segs``, ``Stamps.sbase``): a stamp update or look-up is a dict operation.
+* **Per-element arrays.** Otherwise (a strided write, a range overlapping another in part, too many
+  ranges) the int64 array of every element's stamp is materialised (``Stamps.a``).
 """
 import numpy as np
 
@@ -24,25 +29,68 @@ FULL, RANGE, STRIDED, EMPTY = 0, 1, 2, 3
 
 
 class Stamps:
-    """One kind of per-element stamp (``w`` or ``r``) of a storage: uniform int ``u`` or array ``a``.
+    """One kind of per-element stamp (``w`` or ``r``) of a storage, in one of three exact representations:
+    uniform int ``u``; segments (``u`` None, ``segs`` a dict of disjoint ranges ``(lo, hi) -> stamp``, every
+    other element holding ``sbase``); or per-element array ``a`` (``u`` and ``segs`` None).
 
     In per-element mode ``ranges`` remembers, for contiguous ranges ``(lo, hi)`` of elements, the largest
     stamp in them (set when a range is stamped or its maximum computed, dropped when a write overlaps it),
     so the ring buffers of a pipelined kernel cost a dict look-up instead of a reduction."""
 
-    __slots__ = ("u", "a", "n", "ranges")
+    __slots__ = ("u", "a", "n", "ranges", "segs", "sbase")
 
     def __init__(self, n: int):
-        self.u, self.a, self.n, self.ranges = 0, None, n, {}
+        self.u, self.a, self.n, self.ranges, self.segs, self.sbase = 0, None, n, {}, None, 0
 
     def materialise(self) -> None:
-        """Switch to per-element mode, every element holding the uniform stamp."""
+        """Switch to per-element mode, every element holding the stamp it has now."""
+        segs = self.segs
+        fill = self.u if segs is None else self.sbase
         if self.a is None:
-            self.a = np.full(self.n, self.u, dtype=np.int64)
+            self.a = np.full(self.n, fill, dtype=np.int64)
         else:
-            self.a.fill(self.u)
+            self.a.fill(fill)
         self.u = None
         self.ranges = {}
+        if segs is not None:
+            a = self.a
+            for (lo, hi), t in segs.items():
+                a[lo:hi] = t
+            self.ranges = dict(segs) if len(segs) <= _MAX_RANGES else {}
+            self.segs = None
+
+    def seg_max(self, lo: int, hi: int) -> int:
+        """In segment mode: the largest stamp over elements ``[lo, hi)`` (``lo < hi``)."""
+        best, covered = None, 0
+        for (a, b), t in self.segs.items():
+            if a < hi and lo < b:
+                covered += min(b, hi) - max(a, lo)
+                if best is None or t > best:
+                    best = t
+        if covered < hi - lo and (best is None or self.sbase > best):
+            best = self.sbase
+        return best
+
+    def seg_set(self, lo: int, hi: int, t: int) -> bool:
+        """In segment mode: stamp ``t`` on ``[lo, hi)`` if the segments stay disjoint and few (ranges
+        inside it are replaced); False (nothing changed) when the range overlaps one in part."""
+        segs = self.segs
+        key = (lo, hi)
+        if key in segs:
+            segs[key] = t
+            return True
+        inside = []
+        for k in segs:
+            if k[0] < hi and lo < k[1]:
+                if not (lo <= k[0] and k[1] <= hi):
+                    return False
+                inside.append(k)
+        if len(segs) - len(inside) >= _MAX_SEGS:
+            return False
+        for k in inside:
+            del segs[k]
+        segs[key] = t
+        return True
 
 
 class StorageRT:
@@ -74,10 +122,11 @@ class RV:
     """
 
     __slots__ = ("st", "w", "r", "shape", "numel", "data", "wdata", "widx", "tk", "lo", "hi", "t_shape",
-                 "t_strides", "_views")
+                 "t_strides", "_views", "off", "strides")
 
     def __init__(self, st: StorageRT, off: int, sizes: tuple, strides: tuple):
         self.st = st
+        self.off, self.strides = off, strides
         self.w, self.r = st.w, st.r  # one hop less on the hot path
         self.shape = sizes
         numel = 1
@@ -90,13 +139,7 @@ class RV:
         else:
             self.data = np.ndarray(sizes, st.data.dtype, buffer=st.data, offset=off * item,
                                    strides=tuple(s * item for s in strides))
-        self.wdata, self.widx = self.data, None
-        if any(st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)):
-            # Size-1 slices (not integer indices) keep every dimension, so even an all-broadcast view
-            # stays an array; the result's last element along each broadcast dimension is written.
-            bcast = [st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)]
-            self.wdata = self.data[tuple(slice(0, 1) if b else slice(None) for b in bcast)]
-            self.widx = tuple(slice(-1, None) if b else slice(None) for b in bcast)
+        self.wdata, self.widx = write_target(self.data, sizes, strides)
         self._views = {}
         self._layout(off, sizes, strides)
 
@@ -144,7 +187,29 @@ class RV:
             np.copyto(self.wdata, np.asarray(result)[self.widx], casting="unsafe")
 
 
+def view_of(data: np.ndarray, off: int, sizes: tuple, strides: tuple) -> np.ndarray:
+    """The numpy view of ``data`` (a storage's 1-D array) at element offset ``off`` with element ``strides``
+    (bounds already checked); a fresh empty array for an empty view."""
+    if 0 in sizes:
+        return np.empty(sizes, dtype=data.dtype)
+    item = data.itemsize
+    return np.ndarray(sizes, data.dtype, buffer=data, offset=off * item, strides=tuple(s * item for s in strides))
+
+
+def write_target(data: np.ndarray, sizes: tuple, strides: tuple) -> tuple:
+    """``(wdata, widx)`` of a view: where a result is written without self-overlap. Broadcast (stride 0)
+    dimensions of size > 1 are collapsed so the result's last element along each wins (spec §3); size-1
+    slices keep every dimension, so even an all-broadcast view stays an array. ``widx`` is None when no
+    dimension is broadcast (``wdata`` is then ``data``)."""
+    if not any(st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)):
+        return data, None
+    bcast = [st_ == 0 and sz > 1 for sz, st_ in zip(sizes, strides)]
+    return (data[tuple(slice(0, 1) if b else slice(None) for b in bcast)],
+            tuple(slice(-1, None) if b else slice(None) for b in bcast))
+
+
 _MAX_RANGES = 64  # remembered ranges per stamp array; beyond that the memory starts afresh
+_MAX_SEGS = 64  # segments per stamp set; one more switches it to a per-element array
 
 
 def stamp_max(rv: RV, stamps: Stamps) -> int:
@@ -155,6 +220,14 @@ def stamp_max(rv: RV, stamps: Stamps) -> int:
     tk = rv.tk
     if tk == EMPTY:
         return 0
+    segs = stamps.segs
+    if segs is not None:
+        if tk == RANGE:
+            t = segs.get((rv.lo, rv.hi))
+            return t if t is not None else stamps.seg_max(rv.lo, rv.hi)
+        if tk == FULL:
+            return stamps.seg_max(0, stamps.n)
+        stamps.materialise()  # a strided view (rare)
     if tk == RANGE:
         key = (rv.lo, rv.hi)
         t = stamps.ranges.get(key)
@@ -172,8 +245,18 @@ def stamp_set(rv: RV, stamps: Stamps, t: int) -> None:
     tk = rv.tk
     if tk == FULL:
         stamps.u = t
+        stamps.segs = None
     elif tk != EMPTY:
-        if stamps.u is not None:
+        if tk == RANGE:
+            u = stamps.u
+            if u is not None:
+                stamps.u, stamps.sbase, stamps.segs = None, u, {(rv.lo, rv.hi): t}
+                return
+            if stamps.segs is not None:
+                if stamps.seg_set(rv.lo, rv.hi, t):
+                    return
+                stamps.materialise()
+        elif stamps.u is not None or stamps.segs is not None:
             stamps.materialise()
         rv.stamp_view(stamps)[...] = t
         ranges = stamps.ranges

@@ -19,7 +19,7 @@ from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
 from .exprs import compile_expr
 from .memory import FULL, RV, check_bounds, stamp_max, stamp_set
-from .semantics import make_compute, matmul_latency, numel, shape_error, vector_latency
+from .semantics import make_binder, make_compute, matmul_latency, numel, shape_error, vector_latency
 
 _RESOLVE_CACHE_LIMIT = 4096
 # Broadcasting (stride 0) can make a view of any size; one numpy call on 10**12 elements would ignore the
@@ -32,15 +32,19 @@ class JobState:
     """Timing state of the job being simulated, in absolute cycles (see ``memory`` on epochs).
 
     ``free[1]``/``free[2]`` are the VXM/MXM free cycles; ``trace`` is a list to append
-    ``(op, issue, finish, unit, line)`` records to (relative cycles), or None.
+    ``(op, issue, finish, unit, line)`` records to (relative cycles), or None. ``record`` (None, or a list
+    of at most ``record_cap`` entries, then None again) receives every executed instruction for
+    ``kdt.simulator.replay``.
     """
 
-    __slots__ = ("next_issue", "free", "job_end", "base", "trace", "deadline", "job")
+    __slots__ = ("next_issue", "free", "job_end", "base", "trace", "deadline", "job", "record", "record_cap")
 
     def __init__(self, deadline: float):
         self.deadline = deadline
         self.base = 0
         self.trace = None
+        self.record = None  # a list receiving (bind, ins, out, val, line) per executed tile instruction
+        self.record_cap = 0
         self.start_job(0, 0)
 
     def start_job(self, job: int, base: int):
@@ -229,7 +233,7 @@ class ProgramBuilder:
         out_res = self.resolver(tiles[spec.tile_outputs[0]], where) if spec.tile_outputs else None
         compute = make_compute(s, scalars, self.out_stream)
         if s.op == "print" and "x" in scalars:
-            return self.scalar_print(compute, s.line)
+            return self.scalar_print(compute, make_binder(s), s.line)
         check = _chain(self.shape_check(s, tiles), self.dtype_check(s, spec, tiles, scalars, where))
         if not self.timing:
             return self.untimed(s, in_res, out_res, compute, check, where)
@@ -307,9 +311,18 @@ class ProgramBuilder:
             return lambda ins: matmul_latency(ins[0].shape[0], ins[0].shape[1], ins[1].shape[1], trpt)
         return 0
 
-    def scalar_print(self, compute, line):
+    def scalar_print(self, compute, bind, line):
         """``print`` of a scalar expression: output only, no tile and no timing (spec §3 / conformance)."""
-        return guarded(lambda env: compute((), None, env), line)
+        if not self.timing:
+            return guarded(lambda env: compute((), None, env), line)
+        state = self.state
+
+        def run_print(env):
+            val = compute((), None, env)
+            rec = state.record
+            if val is not None and rec is not None:
+                _record(state, rec, (bind, (), None, val, line))
+        return guarded(run_print, line)
 
     def timed(self, s, spec, in_res, out_res, compute, check, latency, where):
         """The closure of a tile instruction: resolve, check, compute, then the §4 timing update."""
@@ -319,12 +332,16 @@ class ProgramBuilder:
         unit_name = UNIT_OF_CLASS[spec.klass]
         static_latency = latency if isinstance(latency, int) else None
         execute = _executor(s, in_res, out_res, compute, check, where)
+        bind = make_binder(s)
 
         def run_inst(env):
             operands = execute(env)
             if operands is None:
                 return  # spec §3: a print only for job 0, in another job: no output and no timing at all
-            ins, out = operands
+            ins, out, val = operands
+            rec = state.record
+            if rec is not None:
+                _record(state, rec, (bind, ins, out, val, line))
             issue = state.next_issue
             if unit:
                 free = state.free[unit]
@@ -350,15 +367,10 @@ class ProgramBuilder:
                     issue = t
             finish = issue + (static_latency if static_latency is not None else latency(ins))
             for rv in ins:
-                if rv.tk == FULL:
-                    rv.r.u = finish
-                elif rv.st.id not in unwritten:  # read stamps only matter to a later writer
+                if rv.st.id not in unwritten:  # read stamps only matter to a later writer
                     stamp_set(rv, rv.r, finish)
             if out is not None:
-                if out.tk == FULL:
-                    out.w.u = finish
-                else:
-                    stamp_set(out, out.w, finish)
+                stamp_set(out, out.w, finish)
             if unit and finish > state.free[unit]:
                 state.free[unit] = finish
             if holds_issue:
@@ -392,6 +404,17 @@ class ProgramBuilder:
         return _executor(s, in_res, out_res, compute, check, where)
 
 
+def _record(state: JobState, rec: list, entry: tuple) -> None:
+    """Append one executed instruction to the launch's recording; past ``record_cap`` entries the
+    recording stops (``state.record`` becomes None) and the list is emptied (the launch goes on)."""
+    if len(rec) >= state.record_cap:
+        state.record = None
+        rec.clear()
+        rec.append(None)  # marks the recording as abandoned
+        return
+    rec.append(entry)
+
+
 def _chain(*checks):
     """One check running ``checks`` (None entries skipped) in order, or None when there is none."""
     checks = [c for c in checks if c is not None]
@@ -405,8 +428,8 @@ def _chain(*checks):
 
 
 def _executor(s, in_res, out_res, compute, check, where):
-    """``execute(env) -> (ins, out)``: resolve the operands' views, run the launch-time ``check`` and the
-    functional ``compute`` of one tile instruction (spec §3), with scalar errors located at ``where``;
+    """``execute(env) -> (ins, out, val)``: resolve the operands' views, run the launch-time ``check`` and the
+    functional ``compute`` of one tile instruction (spec §3; ``val`` is what it returned), with scalar errors located at ``where``;
     None (nothing done) for a ``print_only_if_job0`` print in another job. Operands whose view is
     constant are resolved once, now (an out-of-bounds one keeps its resolver, so the error is raised when,
     and only if, the instruction executes)."""
@@ -422,12 +445,12 @@ def _executor(s, in_res, out_res, compute, check, where):
             out = fixed_out if fixed_out is not None else (out_res(env) if out_res is not None else None)
             if check is not None:
                 check(ins, out, env)
-            compute(ins, out, env)
+            val = compute(ins, out, env)
         except LaunchError:
             raise
         except (ArithmeticError, builtins.TypeError, builtins.ValueError) as exc:
             raise scalar_error(where, exc) from None
-        return ins, out
+        return ins, out, val
     return execute
 
 

@@ -4,6 +4,7 @@ All arithmetic is float32 numpy. A ``compute`` function takes the resolved input
 output view (or None) and the job's slot list, and writes the result into the output view.
 """
 import math
+from functools import partial
 
 import numpy as np
 
@@ -48,6 +49,7 @@ def _power_base(yf):  # exp: out = y ** x, y > 0 (spec §3)
             raise ValueError(f"kdt.exp needs a base y > 0, got {y}")
         x = np.asarray(ins[0].data, dtype=np.float32)
         _write_ufunc(np.power, _full(x, y), x, o)
+        return y
     return compute
 
 
@@ -57,13 +59,16 @@ def _log(yf):  # out = log base y of x, y > 0 and y != 1 (the handout's natural-
         if not y > 0 or y == 1:
             raise ValueError(f"kdt.log needs a base y > 0 and y != 1, got {y}")
         o.write(np.log(ins[0].data, dtype=np.float32) / np.log(y))
+        return y
     return compute
 
 
 def _pow(yf):  # out = x ** y
     def compute(ins, o, env):
         x = np.asarray(ins[0].data, dtype=np.float32)
-        _write_ufunc(np.power, x, _full(x, _number(yf(env), "y")), o)
+        y = _number(yf(env), "y")
+        _write_ufunc(np.power, x, _full(x, y), o)
+        return y
     return compute
 
 
@@ -104,9 +109,10 @@ def _matmul(accf):
         if acc:
             if o.widx is None:  # the same float32 sums, added in place (the product is already complete)
                 np.add(prod, o.data, out=o.data)
-                return
+                return acc
             prod = prod + o.data
         o.write(prod)
+        return acc
     return compute
 
 
@@ -134,6 +140,7 @@ def _print(msg, only_job0, scalar, out):
             return
         value = scalar(env) if scalar is not None else repr(np.array(ins[0].data))  # the handout's text
         print(f"[Job {job}] {msg}: {value}", file=out())
+        return job, value if scalar is not None else None
     return compute
 
 
@@ -163,6 +170,151 @@ def make_compute(inst, scalar_fns: dict, out_stream):
         return _fill(a["value"])
     if op == "print":
         return _print(a["msg"], a["print_only_if_job0"], scalar_fns.get("x"), out_stream)
+    raise ValueError(f"unknown instruction {op!r}")
+
+
+# ---- replay (issue 14): one instruction's numpy work with its operands bound ----------------------
+#
+# A replayed launch (``kdt.simulator.replay``) runs the instructions one recorded launch executed, in
+# order, on another launch's arrays. ``make_binder(inst)`` returns ``bind(ins, o, val, out_stream)``: given
+# the input arrays, the output ``WriteTarget`` (or None), the scalar ``compute`` returned (``val``) and the
+# print stream, a function of no arguments doing exactly the numpy calls ``compute`` does (same functions,
+# same operands, same order: the same bits). Everything that cannot depend on the data (scalars, checks,
+# broadcast targets, overlap of views) is decided once, when binding.
+
+
+class WriteTarget:
+    """An output view for a bound instruction: ``data`` (the view), ``wdata``/``widx`` as in ``RV``."""
+
+    __slots__ = ("data", "wdata", "widx")
+
+    def __init__(self, data, wdata, widx):
+        self.data, self.wdata, self.widx = data, wdata, widx
+
+    def write(self, result) -> None:
+        """``RV.write``: the result into the view, the last element along a broadcast dimension winning."""
+        if self.widx is None:
+            np.copyto(self.data, result, casting="unsafe")
+        else:
+            np.copyto(self.wdata, np.asarray(result)[self.widx], casting="unsafe")
+
+
+def _bind_ufunc2(uf):
+    def bind(ins, o, val, out_stream):
+        a, b = ins
+        if o.widx is None:
+            return partial(uf, a, b, out=o.data, casting="unsafe")
+        return lambda: o.write(uf(a, b))
+    return bind
+
+
+def _bind_ufunc_out(uf, a, b, o):
+    """``_write_ufunc(uf, a(), b(), o)`` with ``a``/``b`` computed at call time."""
+    if o.widx is None and o.data.dtype == np.float32:
+        od = o.data
+        return lambda: uf(a(), b(), out=od)
+    return lambda: o.write(uf(a(), b()))
+
+
+def _bind_exp(ins, o, val, out_stream):
+    x, y = ins[0], val
+    if x.dtype == np.float32:  # np.asarray(x, dtype=float32) is x itself; _full(x, y) is the same array each time
+        base = _full(x, y)
+        return _bind_ufunc_out(np.power, lambda: base, lambda: x, o)
+    return _bind_ufunc_out(np.power, lambda: _full(x, y), lambda: np.asarray(x, dtype=np.float32), o)
+
+
+def _bind_pow(ins, o, val, out_stream):
+    x, y = ins[0], val
+    if x.dtype == np.float32:
+        expo = _full(x, y)
+        return _bind_ufunc_out(np.power, lambda: x, lambda: expo, o)
+    return _bind_ufunc_out(np.power, lambda: np.asarray(x, dtype=np.float32),
+                           lambda: _full(x, y), o)
+
+
+def _bind_log(ins, o, val, out_stream):
+    x, ly = ins[0], np.log(val)
+    return lambda: o.write(np.log(x, dtype=np.float32) / ly)
+
+
+def _bind_fma(ins, o, val, out_stream):
+    a, b, c = ins
+    return lambda: o.write(np.add(np.multiply(a, b), c))
+
+
+def _bind_reduce(op, dim):
+    uf = _REDUCE_UFUNCS[op]
+
+    def bind(ins, o, val, out_stream):
+        x = ins[0]
+        return lambda: o.write(uf.reduce(x, axis=dim))
+    return bind
+
+
+def _bind_matmul(ins, o, val, out_stream):
+    a, b = ins
+    if not val:
+        return lambda: o.write(np.matmul(a, b))
+    od = o.data
+    if o.widx is None:
+        return lambda: np.add(np.matmul(a, b), od, out=od)
+    return lambda: o.write(np.matmul(a, b) + od)
+
+
+def _bind_where(ins, o, val, out_stream):
+    c, a, b = ins
+    return lambda: o.write(np.where(c, a, b))
+
+
+def _bind_copy(ins, o, val, out_stream):
+    src = ins[0]
+    if np.may_share_memory(src, o.data):  # decided by the views alone, which a launch never moves
+        return lambda: o.write(src.copy())
+    if o.widx is None:
+        return partial(np.copyto, o.data, src, casting="unsafe")
+    return lambda: o.write(src)
+
+
+def _bind_fill(value):
+    def bind(ins, o, val, out_stream):
+        v = bool(value) if o.data.dtype == np.bool_ else _F32(value)
+        wdata = o.wdata
+
+        def run():
+            wdata[...] = v
+        return run
+    return bind
+
+
+def _bind_print(msg):
+    def bind(ins, o, val, out_stream):
+        job, value = val
+        if not ins:  # a scalar: its text is known
+            text = f"[Job {job}] {msg}: {value}"
+            return lambda: print(text, file=out_stream())
+        x = ins[0]
+        return lambda: print(f"[Job {job}] {msg}: {repr(np.array(x))}", file=out_stream())
+    return bind
+
+
+def make_binder(inst):
+    """``bind(ins, o, val, out_stream) -> run()`` for one instruction (see "replay" above); ``val`` is what
+    the instruction's ``compute`` returned when it executed (its scalar: ``y``, ``accumulate``, or
+    ``(job, scalar value or None)`` for a print)."""
+    op, a = inst.op, inst.args
+    if op in _BINARY_UFUNCS:
+        return _bind_ufunc2(_BINARY_UFUNCS[op])
+    binders = {"exp": _bind_exp, "log": _bind_log, "pow": _bind_pow, "fma": _bind_fma, "matmul": _bind_matmul,
+               "where": _bind_where, "copy": _bind_copy, "load": _bind_copy, "store": _bind_copy}
+    if op in binders:
+        return binders[op]
+    if op == "reduce":
+        return _bind_reduce(a["op"], a["dim"])
+    if op == "fill":
+        return _bind_fill(a["value"])
+    if op == "print":
+        return _bind_print(a["msg"])
     raise ValueError(f"unknown instruction {op!r}")
 
 

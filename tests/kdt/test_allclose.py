@@ -235,3 +235,49 @@ def test_positional_tolerances_follow_the_spec_signature():
     msgs = []
     assert check_is_allclose("x", ans, ref, 1e-5, 3e-3, 1e-7, msgs.append) is True
     assert check_is_allclose("x", ans, ref, 1e-5, 1e-3, 1e-7, msgs.append) is False
+
+
+# ---- the quick check (issue 14) agrees with the full comparison --------------------------------------
+
+
+def _cases():
+    g = torch.Generator().manual_seed(5)
+    r = torch.randn(4096, generator=g) * 3
+    yield "equal", r.clone(), r
+    for scale in (1e-7, 1e-6, 1e-5, 3e-5, 1e-4, 1e-3, 1e-2):
+        yield f"noise{scale}", r + torch.randn(4096, generator=g) * scale, r
+        yield f"relnoise{scale}", r * (1 + torch.randn(4096, generator=g) * scale), r
+    edge = r.clone()
+    edge[7] = r[7] + 1e-5  # on the absolute tolerance
+    yield "edge", edge, r
+    for special in (float("inf"), float("-inf"), float("nan")):
+        a, b = r.clone(), r.clone()
+        a[3], b[3] = special, special
+        yield f"both{special}", a, b
+        a = r.clone()
+        a[3] = special
+        yield f"ans{special}", a, r
+    yield "overflow", torch.full((8,), 3e38), torch.full((8,), -3e38)
+    yield "zeros", torch.zeros(16), torch.zeros(16)
+    yield "empty", torch.zeros(0), torch.zeros(0)
+    yield "tiny", torch.full((16,), 1e-20), torch.full((16,), 2e-20)
+    yield "one_off", torch.cat([r[:-1], r[-1:] + 1.0]), r
+
+
+@pytest.mark.parametrize("tols", [(1e-5, 1e-3, 1e-7), (1e-3, 1e-2, 1e-5), (0.0, 1e-3, 1e-7), (1e-5, 0.0, 1e-7),
+                                  (1e-40, 1e-3, 1e-7), (1e-5, 1e-3, 1.0)])
+def test_the_quick_check_gives_the_full_comparisons_result_and_messages(tols):
+    from kdt.utils import allclose
+    for label, ans, ref in _cases():
+        want_msgs = []
+        want = allclose._compare("out", ans.clone(), ref.clone(), *tols, want_msgs.append)
+        assert check(ans, ref, abs_tol=tols[0], rel_tol=tols[1], cos_diff_tol=tols[2]) == (want, want_msgs), label
+        if allclose._passes_quickly(ans, ref, *tols):
+            assert want, label
+
+
+def test_the_quick_check_decides_passing_outputs():
+    from kdt.utils import allclose
+    r = torch.randn(4096, generator=torch.Generator().manual_seed(2)) * 3
+    for ans in (r.clone(), r + 1e-7, r * (1 + 1e-5)):  # the last one needs the relative rule
+        assert allclose._passes_quickly(ans, r, 1e-5, 1e-3, 1e-7)
