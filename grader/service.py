@@ -51,7 +51,7 @@ from .errors import ServiceUnavailable  # noqa: F401 (re-exported: what accept a
 from .heartbeat import CompileLease, Heartbeat
 from .pipeline import ALL_POINTS, Rejected
 from .polling import poll_until_final
-from .pool import interrupts_deferred, open_pool
+from .pool import grading_pool, interrupts_deferred, open_pool, stop_pool
 from .transient import is_transient, retry_transient, unavailable
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,7 @@ class Service:
         self.settings = settings or load_settings()
         self._factory = None
         self._broker: Broker | None = None
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         # Set when the process stops (the server's ``Dispatcher.close``): a point whose pool process was
         # ended then is left for the next start instead of being tried again in a fresh process.
         self.stopping = threading.Event()
@@ -124,7 +125,28 @@ class Service:
         a deferred transaction, writes refused; ``db.session``). For status polls, token checks, tables."""
         return db.session_scope(self.factory, read_only=True)
 
+    @contextlib.contextmanager
+    def _embedded_pool(self):
+        """This service's own grading pool (``grader.pool.grading_pool``), made on first use and kept
+        until ``close``: grading one submission after another (a batch ``submit``, an embedded rejudge)
+        keeps its processes and their test-point data warm. Stopped at once (and made anew next time)
+        when grading raises, Ctrl-C included, or when a dead process broke it."""
+        if self._pool is None or getattr(self._pool, "_broken", False):
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = grading_pool(self.settings)
+        try:
+            yield self._pool
+        except BaseException:
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                stop_pool(pool)
+            raise
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         if self._factory is not None:
             self._factory.kw["bind"].dispose()
             self._factory = None
@@ -133,7 +155,9 @@ class Service:
             self._broker = None
 
     def forget_connections(self) -> None:
-        """After a fork: drop the inherited pool without closing the parent's connections."""
+        """After a fork: drop the inherited pools (connections, grading processes) without closing the
+        parent's."""
+        self._pool = None
         if self._factory is not None:
             self._factory.kw["bind"].dispose(close=False)
 
@@ -427,7 +451,7 @@ class Service:
         if missing:
             self.compile(submission_id, missing)
         worker = worker_name()
-        with contextlib.nullcontext(pool) if pool is not None else open_pool(self.settings) as batch_pool:
+        with contextlib.nullcontext(pool) if pool is not None else self._embedded_pool() as batch_pool:
             died = self._judge_batch(submission_id, todo, batch_pool, worker, on_result, take_over)
         while died and not self.stopping.is_set():  # each point whose process died goes again, alone, in a fresh process
             again = []
