@@ -136,8 +136,7 @@ def test_a_grading_that_fails_is_tried_again_after_a_pause(tmp_path, monkeypatch
 
 def test_the_server_runs_two_http_processes_and_replaces_one_that_dies(make_deployment, start_server):
     deployment = make_deployment()
-    server = start_server(deployment)
-    wait_until(lambda: "serving on" in server.log(), 120, "both HTTP processes ready")
+    server = start_server(deployment)  # returns once the log says "serving on ..."
     assert "with 2 HTTP process(es)" in server.log()
     first = http_processes(server)
     assert len(first) == 2
@@ -156,13 +155,18 @@ def test_the_server_runs_two_http_processes_and_replaces_one_that_dies(make_depl
     assert "ended (exit status -9); starting another" in server.log()
 
 
-def test_sigterm_stops_every_process_of_the_server(make_deployment, start_server):
+def server_after_one_submission(make_deployment, start_server) -> Server:
+    """A started server (all its HTTP processes ready) that has accepted one submission."""
     deployment = make_deployment()
     server = start_server(deployment)
-    wait_until(lambda: "serving on" in server.log(), 120, "both HTTP processes ready")
     token = add_user(deployment, "bob")
     with server.client(token) as client:
-        assert submit(client, NOTHING).status_code == 202
+        assert submit(client, NOTHING).status_code == 202  # the pool has processes now
+    return server
+
+
+def test_sigterm_stops_every_process_of_the_server(make_deployment, start_server):
+    server = server_after_one_submission(make_deployment, start_server)
     os.kill(server.proc.pid, signal.SIGTERM)
     server.proc.wait(60)
     assert server.proc.returncode == 0, server.log()
@@ -171,12 +175,7 @@ def test_sigterm_stops_every_process_of_the_server(make_deployment, start_server
 
 
 def test_a_killed_grading_process_takes_its_http_and_pool_processes_with_it(make_deployment, start_server):
-    deployment = make_deployment()
-    server = start_server(deployment)
-    wait_until(lambda: "serving on" in server.log(), 120, "both HTTP processes ready")
-    token = add_user(deployment, "carol")
-    with server.client(token) as client:
-        assert submit(client, NOTHING).status_code == 202  # the pool has processes now
+    server = server_after_one_submission(make_deployment, start_server)
     wait_until(lambda: len(group_members(server.proc.pid)) >= 5, 60, "the pool's processes")
     os.kill(server.proc.pid, signal.SIGKILL)  # only the main process: the others must notice by themselves
     server.proc.wait(10)
