@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import click
-from .pyparse import parse
+from .pyparse import parse, source_encoding
 
 __all__ = [
     "ALLOWED_MODULES", "BANNED_NAMES", "DENIED_ATTRIBUTES", "DENIED_ROUTES", "ENTRY_POINTS", "RULES",
@@ -50,6 +50,7 @@ __all__ = [
 #: Rule id -> what it forbids. Every :class:`Violation` carries one of these ids.
 RULES: dict[str, str] = {
     "syntax": "the file does not parse as Python 3.11",
+    "encoding": "a coding declaration other than UTF-8 (the import would read other code than the audited text)",
     "import": "import of a module outside ALLOWED_MODULES, or a relative import",
     "import-star": "`from M import *`, which binds names the audit cannot see",
     "top-level": "module-level code other than imports, def/class, assignments, string literals "
@@ -283,6 +284,11 @@ def audit_source(source: str, filename: str = "<submission>") -> AuditReport:
     """
     source = source.removeprefix("\ufeff")  # a UTF-8 BOM is legal in a file, not in a str to parse
     lines = _LINE_BREAK.split(source)
+    encoding = _declared_encoding(source)
+    if encoding != "utf-8":  # the import would read other code than this text
+        return AuditReport(filename, [Violation("encoding", 1, 1, lines[0].strip(), f"the file declares the "
+                                                f"source encoding {encoding}; only UTF-8 is audited: remove "
+                                                "the coding line")])
     try:
         tree = parse(source, filename=filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
@@ -952,6 +958,14 @@ def _position(node: ast.AST, lines: list[str]) -> tuple[int, int]:
         line, offset = node.end_lineno, max(0, node.end_col_offset - len(node.attr.encode()))
     text = lines[line - 1] if 0 < line <= len(lines) else ""
     return line, len(text.encode()[:offset].decode(errors="ignore")) + 1
+
+
+def _declared_encoding(source: str) -> str:
+    """``pyparse.source_encoding``, with an unknown encoding named as such."""
+    try:
+        return source_encoding(source)
+    except SyntaxError as err:
+        return f"that Python cannot use ({err.msg})"
 
 
 def _syntax_violation(err: Exception, source: str, lines: list[str]) -> Violation:

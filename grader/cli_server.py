@@ -18,8 +18,13 @@ def serve(host: str, port: int, log_level: str, http_workers: int | None) -> Non
     from .config import load_settings
     from .doctor import SelfCheckFailed
     from .web.server import serve as run
+    from .web.supervisor import HttpProcessesFailed
 
     try:
         run(load_settings(), host=host, port=port, log_level=log_level, http_workers=http_workers)
     except SelfCheckFailed as exc:
         raise click.ClickException(f"refusing to start the server: {exc}") from None
+    except HttpProcessesFailed as exc:
+        raise click.ClickException(f"the server stopped: {exc}") from None
+    except OSError as exc:  # the address: in use (another server?), or not an address of this machine
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

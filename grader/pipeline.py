@@ -25,7 +25,7 @@ from .audit import audit_source
 from .compile import Failure, compile_submission
 from .config import Settings
 from .pool import interrupts_deferred
-from .pyparse import check_syntax
+from .pyparse import parse, source_encoding
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
 
@@ -35,7 +35,8 @@ class Rejected(ValueError):
 
 
 def check_source(data: bytes, max_bytes: int) -> str:
-    """The submission's text after the intake checks (issue 4: size, UTF-8, parses as Python).
+    """The submission's text after the intake checks (issue 4: size, UTF-8 and no other coding
+    declaration, parses as Python).
 
     Raises ``Rejected`` with a message for the contestant."""
     if len(data) > max_bytes:
@@ -47,7 +48,15 @@ def check_source(data: bytes, max_bytes: int) -> str:
     except UnicodeDecodeError as exc:
         raise Rejected(f"the file is not UTF-8 text (byte {exc.start})") from None
     try:
-        check_syntax(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
+        encoding = source_encoding(text)
+    except SyntaxError as exc:
+        raise Rejected(f"the file's coding declaration is not usable: {exc.msg}; submissions are UTF-8 "
+                       "text, remove the coding line") from None
+    if encoding != "utf-8":
+        raise Rejected(f"the file declares the source encoding {encoding!r}; submissions are UTF-8 text "
+                       "(the judge reads them so): remove the coding line or make it utf-8")
+    try:
+        parse(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         raise Rejected(f"the file is not valid Python: {where}{exc.msg}") from None

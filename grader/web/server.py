@@ -19,6 +19,7 @@ import functools
 import logging
 import logging.config
 import os
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -35,6 +36,7 @@ from .supervisor import HttpProcesses, listening_sockets
 
 log = logging.getLogger("kdt_grade.web.server")
 READY_LINE = "serving on"
+RUN_DIR_PREFIX = "kdt-grade-serve-"
 
 
 class QueryRedacted(logging.Filter):
@@ -70,14 +72,20 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
     address cannot be bound, ``HttpProcessesFailed`` when the HTTP processes cannot start."""
     from grader.doctor import self_check
 
-    self_check(settings)
+    sockets = listening_sockets(host, port, http_workers or settings.http_workers)  # first: a taken port fails at once
+    try:
+        self_check(settings)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
     logging.config.dictConfig(log_config(log_level))
     service = Service(settings)
     service.factory  # noqa: B018  (the schema, created or upgraded once, before any HTTP process starts)
     dispatcher = Dispatcher(service)
     # A private directory (0700) for the relay socket: only this user's processes can reach it.
-    with tempfile.TemporaryDirectory(prefix="kdt-grade-serve-") as run_dir:
-        sockets = listening_sockets(host, port, http_workers or settings.http_workers)
+    _remove_stale_run_dirs()
+    with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-") as run_dir:
         url = f"http://{f'[{host}]' if ':' in host else host}:{sockets[0].getsockname()[1]}"
         listener = RelayListener(dispatcher, str(Path(run_dir) / "relay.sock"), _ReadyLog(url, len(sockets)))
         os.environ[RELAY_ENV] = listener.path  # the HTTP processes are spawned with this environment
@@ -97,6 +105,19 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
             dispatcher.close()
             service.close()
             os.environ.pop(RELAY_ENV, None)
+
+
+def _remove_stale_run_dirs() -> None:
+    """Remove the relay directories (``RUN_DIR_PREFIX<pid>-*`` in the temporary directory) of servers of
+    this user that are gone without cleaning up (killed)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = path.name[len(RUN_DIR_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or path.stat().st_uid != os.geteuid() or Path(f"/proc/{pid}").exists():
+                continue
+            shutil.rmtree(path)
+        except OSError:
+            continue
 
 
 class _ReadyLog:

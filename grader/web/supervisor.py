@@ -42,8 +42,14 @@ class HttpProcessesFailed(RuntimeError):
 
 def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:
     """``count`` TCP sockets listening on ``host``:``port`` (port 0: one free port for all), each with
-    ``SO_REUSEPORT``. Raises ``OSError`` when the address cannot be bound (in use, not local)."""
+    ``SO_REUSEPORT``. Raises ``OSError`` when the address cannot be bound: not local, or in use, also by
+    another ``kdt-grade serve`` of the same user (``SO_REUSEPORT`` alone would let it share the port
+    silently, and send part of the contestants to the other contest: a plain bind first refuses that)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # old connections in TIME_WAIT are fine
+        probe.bind((host, port))  # EADDRINUSE while anything listens there, SO_REUSEPORT or not
+        port = probe.getsockname()[1]
     sockets: list[socket.socket] = []
     try:
         for _ in range(count):

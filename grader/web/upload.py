@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from fastapi import Request
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.requests import ClientDisconnect
 
 from grader.refusals import BadRequest, TooLarge
 
@@ -26,11 +27,15 @@ def _too_large(max_bytes: int) -> TooLarge:
 
 async def _capped(request: Request, cap: int, max_bytes: int) -> AsyncIterator[bytes]:
     seen = 0
-    async for chunk in request.stream():
-        seen += len(chunk)
-        if seen > cap:
-            raise _too_large(max_bytes)
-        yield chunk
+    try:
+        async for chunk in request.stream():
+            seen += len(chunk)
+            if seen > cap:
+                raise _too_large(max_bytes)
+            yield chunk
+    except ClientDisconnect:  # the client went away mid-upload: a refusal nobody reads, not a server error
+        raise BadRequest("the upload was interrupted before its end; nothing was stored",
+                         code="upload_interrupted") from None
 
 
 async def read_upload(request: Request, max_bytes: int) -> tuple[str, bytes]:

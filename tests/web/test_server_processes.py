@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +16,7 @@ from grader.service import Service
 from grader.web import grading
 from grader.web.grading import READY, Dispatcher, Relay, RelayListener
 from grader.web.supervisor import listening_sockets
-from tests.service.service_testlib import wait_until
+from tests.service.service_testlib import KDT_GRADE, ROOT, wait_until
 from weblib import NOTHING, Server, add_user, submit, wait_graded
 
 
@@ -181,3 +182,35 @@ def test_a_killed_grading_process_takes_its_http_and_pool_processes_with_it(make
     server.proc.wait(10)
     wait_until(lambda: not group_members(server.proc.pid), 30,
                "no process of the server left after its grading process was killed")
+
+
+def test_a_second_server_on_a_taken_port_refuses_to_start(make_deployment, start_server):
+    """SO_REUSEPORT would let a second server of the same user share the port silently (part of the
+    contestants then land on the other contest): it must fail as for any taken port."""
+    first = start_server(make_deployment())
+    other = make_deployment()
+    done = subprocess.run(KDT_GRADE + ["serve", "--port", str(first.port)], env=other.env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"Error: cannot listen on 127.0.0.1:{first.port}: Address already in use"
+    assert "Traceback" not in done.stdout + done.stderr
+    with first.client() as client:
+        assert client.get("/contest").status_code == 200
+
+
+def test_an_upload_cut_off_by_its_client_leaves_no_traceback(make_deployment, start_server):
+    deployment = make_deployment()
+    server = start_server(deployment)
+    token = add_user(deployment, "dave")
+    body = b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.py\"\r\n\r\nx = 1\n"
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", server.port)) as raw:
+            raw.sendall(b"POST /api/v1/submissions HTTP/1.1\r\nHost: x\r\n"
+                        b"Authorization: Bearer " + token.encode() + b"\r\n"
+                        b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 500\r\n\r\n" + body)
+            time.sleep(0.3)
+    with server.client(token) as client:
+        assert client.get("/submissions").json() == []  # nothing stored
+    time.sleep(1.0)
+    log = server.log()
+    assert "Traceback" not in log and "ERROR" not in log, log
