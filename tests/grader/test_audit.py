@@ -84,6 +84,10 @@ VIOLATIONS = [
     ("x = 1\ndef f(:\n    pass\n", "syntax", 2),
     ("x = 1\ny = 2\x00\n", "syntax", 2),
     ("x = 1\ny = " + "+".join(["1"] * 200000) + "\n", "syntax", 1),
+    # encoding: the import would read other code than the audited text
+    ("# coding: unicode_escape\n# \\x0aimport os\n", "encoding", 1),
+    ("#!/usr/bin/env python\n# -*- coding: latin-1 -*-\nx = 1\n", "encoding", 1),
+    ("# coding: nosuch\nx = 1\n", "encoding", 1),
     # import
     ("import os\n", "import", 1),
     ("import kdt, subprocess\n", "import", 1),
