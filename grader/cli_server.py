@@ -27,4 +27,5 @@ def serve(host: str, port: int, log_level: str, http_workers: int | None) -> Non
     except HttpProcessesFailed as exc:
         raise click.ClickException(f"the server stopped: {exc}") from None
     except OSError as exc:  # the address: in use (another server?), or not an address of this machine
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        raise click.ClickException(f"cannot listen on {where}: {exc.strerror or exc}") from None

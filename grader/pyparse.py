@@ -22,9 +22,9 @@ def source_encoding(text: str) -> str:
     and stored as UTF-8, so any other declaration would make the sandboxed import see different code
     (``# coding: unicode_escape`` turns an escaped comment into statements). Raises ``SyntaxError`` for
     an unknown encoding, as Python does."""
-    body = text.removeprefix("\ufeff")
     # Lines as Python's reader cuts them (LF), and as its universal newlines do (CR, CRLF): either way.
-    for variant in (body, body.replace("\r\n", "\n").replace("\r", "\n")):
+    # A BOM stays: with one, Python accepts no declaration but exactly "utf-8" (SyntaxError otherwise).
+    for variant in (text, text.replace("\r\n", "\n").replace("\r", "\n")):
         encoding, _ = tokenize.detect_encoding(io.BytesIO(variant.encode("utf-8", "surrogatepass")).readline)
         if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):  # "utf8", "UTF_8": the same codec
             return encoding

@@ -32,7 +32,7 @@ from grader.pool import exit_with
 from grader.service import Service
 
 from .grading import RELAY_ENV, Dispatcher, RelayListener
-from .supervisor import HttpProcesses, listening_sockets
+from .supervisor import HttpProcesses, listening_sockets, port_lock
 
 log = logging.getLogger("kdt_grade.web.server")
 READY_LINE = "serving on"
@@ -74,6 +74,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
 
     sockets = listening_sockets(host, port, http_workers or settings.http_workers)  # first: a taken port fails at once
     try:
+        lock = port_lock(sockets[0].getsockname()[1])  # held until this process ends
         self_check(settings)
     except BaseException:
         for sock in sockets:
@@ -105,6 +106,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
             dispatcher.close()
             service.close()
             os.environ.pop(RELAY_ENV, None)
+            os.close(lock)
 
 
 def _remove_stale_run_dirs() -> None:

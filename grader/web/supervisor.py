@@ -16,12 +16,17 @@ failure status, end the server with ``HttpProcessesFailed``. At the end each pro
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import logging
 import multiprocessing
+import os
 import signal
 import socket
+import tempfile
 import threading
 import time
+from pathlib import Path
 from collections.abc import Callable
 
 from uvicorn.config import STARTUP_FAILURE
@@ -38,6 +43,22 @@ BACKLOG = 2048
 
 class HttpProcessesFailed(RuntimeError):
     """The HTTP processes cannot start (the app fails to load, the log says why)."""
+
+
+def port_lock(port: int) -> int:
+    """Hold (for as long as the returned descriptor stays open) this user's lock of TCP ``port``: a file
+    ``kdt-grade-serve-<uid>-port-<port>.lock`` in the temporary directory, flocked. Two servers started at
+    the same moment both pass the plain bind of ``listening_sockets`` (SO_REUSEADDR sockets share an
+    address until one listens); only one gets this lock. Raises ``OSError`` (EADDRINUSE) when another
+    process holds it."""
+    path = Path(tempfile.gettempdir()) / f"kdt-grade-serve-{os.geteuid()}-port-{port}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OSError(errno.EADDRINUSE, "Address already in use (another kdt-grade serve holds it)") from None
+    return fd
 
 
 def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:

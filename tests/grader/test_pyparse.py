@@ -93,6 +93,9 @@ def test_the_intake_and_the_audit_refuse_other_coding_declarations():
         pipeline.check_source(hidden.encode(), 1 << 20)
     with pytest.raises(pipeline.Rejected, match="coding declaration is not usable: unknown encoding: nosuch"):
         pipeline.check_source(b"# coding: nosuch\nx = 1\n", 1 << 20)
+    with pytest.raises(pipeline.Rejected, match="coding declaration is not usable"):  # import refuses it too
+        pipeline.check_source("\ufeff# coding: utf8\nx = 1\n".encode(), 1 << 20)
+    assert pipeline.check_source("\ufeff# coding: utf-8\nx = 1\n".encode(), 1 << 20).startswith("\ufeff")
     report = audit.audit_source(hidden)
     assert [(v.rule, v.line) for v in report.violations] == [("encoding", 1)]
     assert "unicode_escape" in report.violations[0].message

@@ -2,6 +2,7 @@
 and what happens when one of them dies or the whole server is stopped or killed (issue 11)."""
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -11,11 +12,13 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from grader.config import load_settings
 from grader.service import Service
 from grader.web import grading
 from grader.web.grading import READY, Dispatcher, Relay, RelayListener
-from grader.web.supervisor import listening_sockets
+from grader.web.supervisor import listening_sockets, port_lock
 from tests.service.service_testlib import KDT_GRADE, ROOT, wait_until
 from weblib import NOTHING, Server, add_user, submit, wait_graded
 
@@ -79,6 +82,22 @@ def test_reuseport_sockets_share_one_port_and_the_kernel_spreads_connections():
     finally:
         for sock in sockets:
             sock.close()
+
+
+def test_only_one_server_holds_a_port_even_when_two_start_at_once():
+    """Two servers starting at the same moment both pass the plain bind (SO_REUSEADDR sockets share an
+    address until one listens): the port lock lets one through."""
+    sockets = listening_sockets("127.0.0.1", 0, 1)
+    port = sockets[0].getsockname()[1]
+    lock = port_lock(port)
+    try:
+        with pytest.raises(OSError) as caught:
+            port_lock(port)
+        assert caught.value.errno == errno.EADDRINUSE
+    finally:
+        os.close(lock)
+        sockets[0].close()
+    os.close(port_lock(port))  # free again
 
 
 def test_relay_listener_dispatches_ids_and_readiness_and_drops_anything_else(tmp_path, caplog):
