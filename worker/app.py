@@ -5,6 +5,7 @@ described in ``grader.broker``. ``worker`` imports ``grader``, never the reverse
 
 - Each pool process gets the grading memory limit (``grader.pool.limit_memory``: running out is ``MLE``, not
   the OOM killer) and drops database connections inherited from the parent.
+- ``worker.kombu_patch`` guards a kombu bug that ended the main process during a broker outage.
 - The main process runs the background loops (``grader.sweeper.Background``: the outbox dispatcher and
   the sweeper, one sweeper at a time across all workers and servers via a database lock) from
   ``worker_ready`` until shutdown.
@@ -15,6 +16,9 @@ from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 from grader.broker import QUEUE, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, make_app  # noqa: F401 (re-exported)
 from grader.config import load_settings
+from worker import kombu_patch
+
+kombu_patch.install()  # a lost broker must not end the worker (see worker/kombu_patch.py)
 
 log = logging.getLogger(__name__)
 settings = load_settings()
