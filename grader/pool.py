@@ -40,6 +40,17 @@ def grading_pool(settings: Settings, workers: int | None = None) -> concurrent.f
         initargs=(settings.grade_memory_mb, settings.grade_nice, os.getpid()))
 
 
+def renewed(pool: concurrent.futures.ProcessPoolExecutor | None, settings: Settings
+            ) -> concurrent.futures.ProcessPoolExecutor:
+    """``pool`` if it can still take work, else a new ``grading_pool(settings)`` (the old one, broken by
+    a process that died, is shut down without waiting)."""
+    if pool is not None and not getattr(pool, "_broken", False):
+        return pool
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return grading_pool(settings)
+
+
 @contextlib.contextmanager
 def open_pool(settings: Settings, workers: int | None = None) -> Iterator[concurrent.futures.ProcessPoolExecutor]:
     """``grading_pool`` for a ``with`` block: shut down when the block ends, stopped at once (running

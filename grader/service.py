@@ -51,7 +51,7 @@ from .errors import ServiceUnavailable  # noqa: F401 (re-exported: what accept a
 from .heartbeat import CompileLease, Heartbeat
 from .pipeline import ALL_POINTS, Rejected
 from .polling import poll_until_final
-from .pool import grading_pool, interrupts_deferred, open_pool, stop_pool
+from .pool import interrupts_deferred, open_pool, renewed, stop_pool
 from .transient import is_transient, retry_transient, unavailable
 
 log = logging.getLogger(__name__)
@@ -131,10 +131,7 @@ class Service:
         until ``close``: grading one submission after another (a batch ``submit``, an embedded rejudge)
         keeps its processes and their test-point data warm. Stopped at once (and made anew next time)
         when grading raises, Ctrl-C included, or when a dead process broke it."""
-        if self._pool is None or getattr(self._pool, "_broken", False):
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = grading_pool(self.settings)
+        self._pool = renewed(self._pool, self.settings)
         try:
             yield self._pool
         except BaseException:

@@ -55,23 +55,21 @@ def store(data_dir: str | os.PathLike, data: bytes) -> tuple[str, Path]:
 
 class Staged:
     """``data`` written and fsynced under a temporary name in the directory of its place (``stage``), so
-    that publishing it (``place``) is a rename and a directory fsync: the intake does the slow part
-    before its transaction and only ``place`` inside it. ``sha256``, ``path``: where it goes."""
+    that publishing it (``place``) is a rename and a directory fsync: the intake writes before its
+    transaction and places after the commit. ``sha256``, ``path``: where it goes."""
 
     def __init__(self, sha256: str, path: Path, tmp: Path | None):
         self.sha256, self.path, self.tmp = sha256, path, tmp
 
-    def place(self) -> bool:
-        """Publish the file at ``path`` (atomically); True if this call created it, False if an intact
-        copy was there already (the staged one is then dropped). Raises ``OSError``."""
+    def place(self) -> None:
+        """Publish the file at ``path`` (atomically), unless an intact copy is there already (the staged
+        one is then dropped). Raises ``OSError``."""
         if self.tmp is None or (self.path.is_file() and _intact(self.path, self.sha256)):
             self.discard()
-            return False
-        existed = self.path.exists()
+            return
         os.replace(self.tmp, self.path)
         self.tmp = None
         _fsync_dir(self.path.parent)
-        return not existed
 
     def discard(self) -> None:
         """Remove the temporary file if it was not placed (always safe to call)."""

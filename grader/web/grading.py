@@ -1,7 +1,7 @@
 """Where the server sends an accepted submission: never graded in the request, always in the background.
 
 ``kdt-grade serve`` runs one grading process (the supervisor, ``grader.web.server``) and one or more HTTP
-processes (uvicorn workers) that share its listening socket:
+processes (uvicorn, each on a listening socket of its own on the port, ``grader.web.supervisor``):
 
 - Embedded mode (no broker): the grading process's ``Dispatcher`` grades with a few threads, each running
   ``Service.grade_embedded`` (the sandboxed compile, then the test points) over one shared process pool
@@ -28,7 +28,7 @@ import threading
 from datetime import timedelta
 
 import db
-from grader.pool import grading_pool, stop_pool
+from grader.pool import grading_pool, renewed, stop_pool
 from grader.service import Service
 from judger.tasks import POINTS_PER_TASK
 
@@ -132,10 +132,7 @@ class Dispatcher:
         with self._lock:
             if self._closing.is_set():
                 raise RuntimeError("the server is stopping")
-            if self._pool is None or getattr(self._pool, "_broken", False):
-                if self._pool is not None:
-                    self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = grading_pool(self.service.settings)
+            self._pool = renewed(self._pool, self.service.settings)
             return self._pool
 
     def close(self) -> None:
