@@ -86,10 +86,8 @@ def lock_user(session: Session, user_id: int) -> None:
     """Hold user `user_id`'s row until the transaction ends, so that one user's intakes (limit check, then
     insert) run one after the other. PostgreSQL: `SELECT ... FOR UPDATE`; SQLite: every transaction already
     holds the write lock (`BEGIN IMMEDIATE`, `db.session`)."""
-    statement = select(User.id).where(User.id == user_id)
     if dialect_name(session) == "postgresql":
-        statement = statement.with_for_update()
-    session.execute(statement)
+        session.execute(select(User.id).where(User.id == user_id).with_for_update())
 
 
 def recent_submissions(session: Session, user_id: int, since: datetime) -> list[datetime]:

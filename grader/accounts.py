@@ -9,7 +9,8 @@ A token is found by its hash (a unique index) and the stored hash is compared ag
 created (``admin users add``, ``import``, ``reset-token``), and never logged.
 
 Public API: ``Account``, ``new_token``, ``hash_token``, ``check_name``, ``add_user``, ``import_users``,
-``list_users``, ``set_disabled``, ``reset_token``, ``authenticate``. The functions take a
+``list_users``, ``set_disabled``, ``reset_token``, ``authenticate`` (``well_formed`` and
+``account_for``: its two halves). The functions take a
 ``grader.service.Service`` for its database sessions.
 """
 from __future__ import annotations
@@ -28,6 +29,8 @@ import db.accounts as accounts_db
 from .refusals import BadRequest, Forbidden, NotAuthenticated
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from .service import Service
 
 TOKEN_PREFIX = "kdt_"
@@ -157,14 +160,28 @@ def authenticate(service: Service, token: str | None) -> Account:
     """The account a bearer token belongs to. Raises ``NotAuthenticated`` (401) for a missing, malformed or
     unknown token and ``Forbidden`` (403) for a disabled account. The token itself is never put in a
     message."""
+    token = well_formed(token)
+    with service.read_session() as session:
+        return account_for(session, token)
+
+
+def well_formed(token: str | None) -> str:
+    """``token`` if it has the form of a token; ``NotAuthenticated`` (401) for none or a malformed one.
+    Needs no database: the server refuses such a request before reading its body."""
     if not token:
         raise NotAuthenticated("this needs a token: send the header `Authorization: Bearer TOKEN` "
                                "(`kdt-grade login --server URL --token TOKEN` saves yours)")
     if not _TOKEN_PATTERN.fullmatch(token):
         raise NotAuthenticated("the token is malformed; copy it again from what the organisers gave you")
+    return token
+
+
+def account_for(session: Session, token: str) -> Account:
+    """``authenticate`` of a ``well_formed`` token in a session the caller holds (the API's intake reads
+    the account and the contest's rules in one snapshot). Raises ``NotAuthenticated`` (401, unknown) or
+    ``Forbidden`` (403, disabled)."""
     digest = hash_token(token)
-    with service.read_session() as session:
-        row = accounts_db.find_by_token_hash(session, digest)
+    row = accounts_db.find_by_token_hash(session, digest)
     if row is None or not hmac.compare_digest(row["token_hash"], digest):
         raise NotAuthenticated("unknown token; check it, or ask the organisers for a new one")
     if row["disabled"]:

@@ -17,7 +17,7 @@ row, so two concurrent submissions of one user cannot both pass a limit. Organis
 are not held to the window or the limits.
 
 Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``unfreeze``, ``admit``, ``check``,
-``allowance``, ``public_leaderboard``.
+``check_in``, ``allowance``, ``public_leaderboard``.
 """
 from __future__ import annotations
 
@@ -205,7 +205,13 @@ def check(service: Service, user_id: int) -> None:
     """The rules of ``admit`` in a read-only snapshot: the server's early check, so that a refused upload
     stores nothing at all (``Service.accept`` checks again, authoritatively, under the user's lock)."""
     with service.read_session() as session:
-        _refuse(session, user_id, utcnow())
+        check_in(session, user_id)
+
+
+def check_in(session: Session, user_id: int) -> None:
+    """``check`` in a snapshot the caller holds (the API's intake reads the token's account in the same
+    one). Raises the ``Refusal`` that applies now, if any."""
+    _refuse(session, user_id, utcnow())
 
 
 def allowance(service: Service, user_id: int, now: datetime | None = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from .audit import audit_source
 from .compile import Failure, compile_submission
 from .config import Settings
 from .pool import interrupts_deferred
-from .pyparse import parse, source_encoding
+from .pyparse import check_syntax, source_encoding
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
 
@@ -56,7 +56,7 @@ def check_source(data: bytes, max_bytes: int) -> str:
         raise Rejected(f"the file declares the source encoding {encoding!r}; submissions are UTF-8 text "
                        "(the judge reads them so): remove the coding line or make it utf-8")
     try:
-        parse(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
+        check_syntax(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         raise Rejected(f"the file is not valid Python: {where}{exc.msg}") from None

@@ -1,4 +1,5 @@
 """``parse``: ``ast.parse`` made safe for threads (the server's request and grading threads all parse);
+``check_syntax``: the intake's check that a file is Python, without building the tree;
 ``source_encoding``: the encoding a file's coding declaration gives it.
 
 CPython 3.11 keeps the recursion depth of its C-to-Python AST conversion in state shared by all
@@ -10,6 +11,7 @@ lock costs nothing that matters. (kdt's front end parses in the single-threaded 
 import ast
 import codecs
 import io
+import symtable
 import threading
 import tokenize
 
@@ -37,3 +39,17 @@ def parse(source: str | bytes, filename: str = "<unknown>", mode: str = "exec") 
     nesting)."""
     with _LOCK:
         return ast.parse(source, filename=filename, mode=mode)
+
+
+def check_syntax(source: str, filename: str = "<submission>") -> None:
+    """Raise ``SyntaxError`` (``ValueError`` for NUL bytes, ``RecursionError``/``MemoryError`` for hostile
+    nesting) unless ``source`` is a Python module that ``import`` could compile, as far as the parser and
+    the symbol table tell: everything ``ast.parse`` refuses, and the scope errors only the compiler sees
+    (``nonlocal`` at module level, a parameter declared ``global``, ...), which an import would refuse too.
+
+    The intake's check (``pipeline.check_source``): CPython's parser and symbol table work on the C-level
+    tree, so no Python tree is built (``ast.parse`` of a 14 KB kernel: 5.5 ms, this: 3.5 ms); the code
+    generator, whose memory grows with the square of a match pattern's names, is not run. Under the same
+    lock as ``parse`` (the symbol table keeps no shared state, but the lock is cheap and certain)."""
+    with _LOCK:
+        symtable.symtable(source, filename, "exec")

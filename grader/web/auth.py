@@ -21,13 +21,14 @@ bearer = HTTPBearer(auto_error=False, scheme_name="token",
                     description="The token from `kdt-grade admin users add` (`kdt-grade login` saves it).")
 
 
-def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+def token_of(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    """The bearer token of the request's ``Authorization`` header (``bearer``), or None."""
     return credentials.credentials if credentials is not None else None
 
 
 def current_account(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Account:
     """The caller's account (401/403 otherwise)."""
-    return accounts.authenticate(request.app.state.service, _token(credentials))
+    return accounts.authenticate(request.app.state.service, token_of(credentials))
 
 
 # A route using ``optional_account`` documents its security as optional (no token, or the bearer token).

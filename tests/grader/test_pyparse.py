@@ -52,19 +52,62 @@ def test_parallel_parses_all_succeed_with_the_same_tree(frequent_thread_switches
     assert parse_in_threads(pyparse.parse) == []
 
 
+def test_the_symbol_table_check_is_safe_in_parallel_too(frequent_thread_switches):
+    errors = []
+
+    def work():
+        for _ in range(100):
+            try:
+                pyparse.check_syntax(SOURCE)
+            except (SystemError, SyntaxError) as exc:
+                errors.append(str(exc))
+    workers = [threading.Thread(target=work) for _ in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert errors == []
+
+
 def test_the_intake_and_the_audit_parse_through_the_lock(monkeypatch):
     calls = []
-    real = pyparse.parse
-    monkeypatch.setattr(pipeline, "parse", lambda *a, **k: calls.append("intake") or real(*a, **k))
-    monkeypatch.setattr(audit, "parse", lambda *a, **k: calls.append("audit") or real(*a, **k))
+    check, parse = pyparse.check_syntax, pyparse.parse
+    monkeypatch.setattr(pipeline, "check_syntax", lambda *a, **k: calls.append("intake") or check(*a, **k))
+    monkeypatch.setattr(audit, "parse", lambda *a, **k: calls.append("audit") or parse(*a, **k))
     pipeline.check_source(SOURCE.encode(), 1 << 20)
     audit.audit_source(SOURCE)
     assert calls[:2] == ["intake", "audit"]
 
 
+@pytest.mark.parametrize("source, message", [
+    ("def f(:\n", "line 1: invalid syntax"),
+    ("x = 1\n\nnonlocal y\n", "line 3: nonlocal declaration not allowed at module level"),
+    ("def f(a):\n    global a\n", "line 2: name 'a' is parameter and global"),
+    ("def f():\n    nonlocal q\n", "line 2: no binding for nonlocal 'q' found"),
+    ("from __future__ import braces\n", "line 1: not a chance"),
+    ("y = [(x := 1) for x in z]\n", "line 1: assignment expression cannot rebind comprehension iteration variable 'x'"),
+])
+def test_the_intake_refuses_what_import_would_refuse_in_the_parser_or_the_symbol_table(source, message):
+    """The intake's check is the parser plus the symbol table: scope errors that ``ast.parse`` accepts but
+    ``import`` refuses are refused with the line, before anything is stored."""
+    with pytest.raises(pipeline.Rejected) as refused:
+        pipeline.check_source(source.encode(), 1 << 20)
+    assert str(refused.value) == f"the file is not valid Python: {message}"
+
+
+@pytest.mark.parametrize("source", [
+    "return 1\n",                    # the code generator's errors: import refuses these, the intake lets
+    "break\n",                       # them through to the compile step (a CE with the message)
+    "async def f():\n    return [x async for x in y]\n",
+    "\ufeffx = 1\n",
+])
+def test_the_intake_accepts_what_parses_and_has_a_symbol_table(source):
+    assert pipeline.check_source(source.encode(), 1 << 20) == source
+
+
 def test_a_pattern_that_makes_the_compiler_quadratic_costs_the_intake_nothing():
-    """The intake parses (ast.parse), it does not compile: CPython's compiler needs memory growing with the
-    square of a match pattern's names (8000 names: 2.6 GB), its parser does not."""
+    """The intake parses and builds the symbol table, it does not compile: CPython's code generator needs
+    memory growing with the square of a match pattern's names (8000 names: 2.6 GB), they do not."""
     names = ",".join(f"a{i}" for i in range(8000))
     source = f"match x:\n    case [{names}]:\n        pass\n".encode()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

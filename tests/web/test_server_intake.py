@@ -87,6 +87,22 @@ def test_too_large_is_refused_while_reading(small_server):
     assert deployment.service.all_submissions() == []
 
 
+def test_a_missing_or_malformed_token_is_refused_before_the_body_is_read(small_server):
+    """The API's intake checks the token's form before reading the upload (no database needed), and the
+    account together with the contest's rules after it, in one trip to the thread pool."""
+    deployment, server, _token = small_server
+    for authorization, message in (("", "this needs a token"), ("Authorization: Bearer x!\r\n", "the token is malformed")):
+        head = ("POST /api/v1/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\n" + authorization +
+                "Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 100000000\r\n\r\n")
+        answer = _raw(server.port, head.encode())  # answered although none of the 100 MB is sent
+        assert answer.startswith(b"HTTP/1.1 401 ") and b'"error":"unauthorized"' in answer, answer
+        assert message.encode() in answer
+    with server.client("kdt_" + "B" * 43) as forged:  # well formed, unknown: refused once the body is read
+        response = forged.post("/submissions", files={"file": ("k.py", b"x = 1\n")})
+        assert response.status_code == 401 and response.json()["message"].startswith("unknown token")
+    assert deployment.service.all_submissions() == []
+
+
 def test_unknown_paths_methods_and_parameters_answer_json(small_server):
     _deployment, server, token = small_server
     with server.client(token) as client:
