@@ -9,6 +9,8 @@
 - Pool processes are spawned inside ``pool.submit``; ``interrupts_deferred()`` holds a Ctrl-C back
   while a batch is submitted, so the main process never exits with a process half-started (whose
   queues would be gone before it reads them).
+- ``start_forkserver(preload)``: the fork server both kinds of processes come from (the pool's, and the
+  HTTP processes of ``kdt-grade serve``).
 - ``open_pool(settings, workers)``: ``grading_pool`` as a context manager that stops the pool on any
   exception (Ctrl-C included) and shuts it down normally otherwise.
 """
@@ -28,13 +30,12 @@ from multiprocessing import forkserver, resource_tracker
 from .config import Settings
 
 PRELOAD = ["kdt", "judger.grading", "grader.pipeline"]
+_preload_chosen = False
 
 
 def grading_pool(settings: Settings, workers: int | None = None) -> concurrent.futures.ProcessPoolExecutor:
     """A process pool of ``workers`` (default ``settings.workers``) processes for ``pipeline.judge``."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
-    _start_forkserver()
+    ctx = start_forkserver()
     return concurrent.futures.ProcessPoolExecutor(
         max_workers=workers or settings.workers, mp_context=ctx, initializer=prepare_grading_process,
         initargs=(settings.grade_memory_mb, settings.grade_nice, os.getpid()))
@@ -88,6 +89,21 @@ def interrupts_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if caught:
         raise KeyboardInterrupt
+
+
+def start_forkserver(preload: list[str] = PRELOAD) -> multiprocessing.context.ForkServerContext:
+    """multiprocessing's fork server, started now if it is not running (once per process, SIGINT ignored:
+    ``_start_forkserver``), with the modules ``preload`` imported in it first: every process forked from
+    it starts with them imported. Returns the ``forkserver`` context. The first start decides what is
+    preloaded (``kdt-grade serve`` adds its web app, for its HTTP processes); the start returns at once,
+    the fork server imports in parallel with this process."""
+    global _preload_chosen
+    ctx = multiprocessing.get_context("forkserver")
+    if not _preload_chosen:  # the first start decides (and a fork server started again keeps it)
+        ctx.set_forkserver_preload(preload)
+        _preload_chosen = True
+    _start_forkserver()
+    return ctx
 
 
 def _start_forkserver() -> None:

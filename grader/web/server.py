@@ -3,8 +3,8 @@
 One grading process and ``http_workers`` HTTP processes. This process binds the listening sockets, grades
 (``grading.Dispatcher``, and ``grading.RelayListener`` for the ids the HTTP processes accept; in broker
 mode the outbox dispatcher and sweeper loops instead) and supervises the HTTP processes
-(``supervisor.HttpProcesses``: spawned, each running uvicorn over ``app.create_http_app`` on a socket of
-its own, a dead one replaced). Requests never share a Python interpreter lock with grading, and several
+(``supervisor.HttpProcesses``: forked from the fork server, which imported the app once, each running
+uvicorn over ``app.create_http_app`` on a socket of its own, a dead one replaced). Requests never share a Python interpreter lock with grading, and several
 HTTP processes use several cores: 50 uploads at once are parsed and stored in parallel. SIGINT/SIGTERM stop the HTTP
 processes (their requests finish first), then grading (what was running is graded again at the next start).
 
@@ -25,10 +25,11 @@ import tempfile
 from pathlib import Path
 
 import uvicorn
+from setproctitle import setproctitle
 from uvicorn.config import LOGGING_CONFIG
 
 from grader.config import Settings
-from grader.pool import exit_with
+from grader.pool import PRELOAD, exit_with, start_forkserver
 from grader.service import Service
 
 from .grading import RELAY_ENV, Dispatcher, RelayListener
@@ -75,6 +76,9 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
     sockets = listening_sockets(host, port, http_workers or settings.http_workers)  # first: a taken port fails at once
     try:
         lock = port_lock(sockets[0].getsockname()[1])  # held until this process ends
+        # The HTTP processes (and the grading pool's) are forked from a fork server that imports the
+        # app once, in parallel with the self-check: a start of 2 HTTP processes took two imports.
+        start_forkserver([*PRELOAD, "grader.web.app"])
         self_check(settings)
     except BaseException:
         for sock in sockets:
@@ -89,14 +93,13 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
     with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-") as run_dir:
         url = f"http://{f'[{host}]' if ':' in host else host}:{sockets[0].getsockname()[1]}"
         listener = RelayListener(dispatcher, str(Path(run_dir) / "relay.sock"), _ReadyLog(url, len(sockets)))
-        os.environ[RELAY_ENV] = listener.path  # the HTTP processes are spawned with this environment
         loops = None
         try:
             dispatcher.start()
             listener.start()
             loops = service.start_background(sweep=True) if not settings.embedded else None
             log.info("starting %d HTTP process(es) on %s", len(sockets), url)
-            HttpProcesses(functools.partial(run_http_process, log_level, os.getpid()), sockets).run()
+            HttpProcesses(functools.partial(run_http_process, log_level, os.getpid(), listener.path), sockets).run()
         finally:
             for sock in sockets:
                 sock.close()
@@ -105,7 +108,6 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
             listener.close()
             dispatcher.close()
             service.close()
-            os.environ.pop(RELAY_ENV, None)
             os.close(lock)
 
 
@@ -137,11 +139,14 @@ class _ReadyLog:
             log.info("HTTP process %d started (a replacement)", pid)
 
 
-def run_http_process(log_level: str, parent: int, sock: socket.socket) -> None:
-    """One HTTP process (spawned by ``HttpProcesses``): uvicorn serving ``app.create_http_app`` on ``sock``
-    until SIGINT/SIGTERM, or until the grading process ``parent`` is gone (killed: this process must not
-    go on accepting uploads that nobody grades)."""
+def run_http_process(log_level: str, parent: int, relay: str, sock: socket.socket) -> None:
+    """One HTTP process (forked from the fork server by ``HttpProcesses``): uvicorn serving
+    ``app.create_http_app`` on ``sock``, relaying accepted ids to the socket ``relay``, until SIGINT/SIGTERM
+    or until the grading process ``parent`` is gone (killed: this process must not go on accepting
+    uploads that nobody grades)."""
     exit_with(parent)
+    setproctitle(f"kdt-grade serve: HTTP process on port {sock.getsockname()[1]}")  # for ps and top
+    os.environ[RELAY_ENV] = relay  # the fork server's environment is the one it started with
     config = uvicorn.Config("grader.web.app:create_http_app", factory=True, log_level=log_level,
                             log_config=log_config(log_level), server_header=False, proxy_headers=False)
     uvicorn.Server(config).run(sockets=[sock])

@@ -7,8 +7,9 @@ took two or three times the other's share, and the second core was wasted. Linux
 bind such a port again, so no other user's process (a submission's sandbox runs as another) can take a
 share of the connections.
 
-``HttpProcesses(target, sockets).run()`` starts one process per socket (``multiprocessing`` spawn: a
-fresh interpreter, nothing inherited from the grading process but the socket) and supervises them until
+``HttpProcesses(target, sockets).run()`` starts one process per socket (forked from ``multiprocessing``'s
+fork server, ``grader.pool.start_forkserver``: a clean interpreter with the app imported, nothing inherited
+from the grading process but the socket) and supervises them until
 SIGINT or SIGTERM: one that dies is started again on its socket (the connections waiting there are
 kept); five deaths in a row within ``QUICK_DEATH_SECONDS`` of their start, or uvicorn's start-up
 failure status, end the server with ``HttpProcessesFailed``. At the end each process gets SIGTERM
@@ -31,9 +32,10 @@ from collections.abc import Callable
 
 from uvicorn.config import STARTUP_FAILURE
 
+from grader.pool import start_forkserver
+
 log = logging.getLogger("kdt_grade.web.server")
-multiprocessing.allow_connection_pickling()  # sockets travel to the spawned processes
-_SPAWN = multiprocessing.get_context("spawn")
+multiprocessing.allow_connection_pickling()  # sockets travel to the processes through the fork server
 
 QUICK_DEATH_SECONDS = 10.0
 QUICK_DEATHS = 5
@@ -89,7 +91,7 @@ def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:
 
 
 class HttpProcesses:
-    """One spawned process per socket running ``target(sock)`` (a module-level function: it is pickled),
+    """One process per socket running ``target(sock)`` (a module-level function: it is pickled),
     supervised by ``run()`` (see the module docstring). ``run`` must be called in the main thread (it
     handles SIGINT and SIGTERM while it runs)."""
 
@@ -120,7 +122,7 @@ class HttpProcesses:
         self._stop.set()
 
     def _start(self, index: int) -> None:
-        process = _SPAWN.Process(target=self.target, args=(self.sockets[index],), name=f"kdt-grade-http-{index}")
+        process = start_forkserver().Process(target=self.target, args=(self.sockets[index],), name=f"kdt-grade-http-{index}")
         process.start()
         self._processes[index], self._started[index] = process, time.monotonic()
 
