@@ -16,8 +16,9 @@ is first an outbox row (``db.outbox``) written in the transaction it follows fro
 - per test point: ``begin_point`` (skip a point that already has a verdict of the current generation, or
   that another worker is judging with a live heartbeat; ``claim_attempt`` and commit; past
   ``max_attempts`` the point ends as ``IE``; else hand back its compiled point), ``pipeline.judge``
-  (anywhere, with a heartbeat thread) and ``finish_point`` (``record_result`` and commit, then
-  ``finalize_submission`` in a new transaction, so the last point to finish stores the totals).
+  (anywhere) and ``finish_point`` (``record_result`` and commit, then ``finalize_submission`` in a new
+  transaction, so the last point to finish stores the totals). A heartbeat thread beats the point from
+  its claim until its result is recorded.
 
 Every step takes ids and re-reads rows, and every write is idempotent, so a task may run twice. Database
 and broker errors inside a task are retried with backoff (``grader.transient``): an outage costs no
@@ -370,9 +371,12 @@ class Service:
         graders died ``max_attempts`` times, else the compiled point to judge."""
         return self._begin_point(submission_id, task, point, worker)[0]
 
-    def _begin_point(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False):
+    def _begin_point(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False,
+                     owned: list | None = None):
         """``begin_point``'s outcome and the generation the claim belongs to (``take_over``: claim even a
-        point with a live heartbeat; the sweeper decided it is stuck)."""
+        point with a live heartbeat; the sweeper decided it is stuck). ``owned``: the list a ``Heartbeat``
+        beats; the point is added to it as soon as its claim is committed, so that it beats while its
+        compiled point is loaded and until its result is recorded, however long the database is away."""
         outcome, claim = self.retry(lambda: self._claim(submission_id, task, point, worker, take_over),
                                     f"claiming test point {task}.{point} of submission {submission_id}")
         if outcome == "done":
@@ -381,6 +385,8 @@ class Service:
         if outcome == "elsewhere":
             return None, None
         attempts, generation = claim
+        if owned is not None:
+            owned.append((task, point))
         if attempts > self.settings.max_attempts:
             died = attempts - 1
             return PointResult(task, point, Verdict.IE, None, 0.0,
@@ -418,18 +424,20 @@ class Service:
             return db.finalize_submission(session, submission_id, WEIGHTS, POINTS_PER_TASK, task_score=task_score)
 
     def judge_point(self, submission_id: int, task: int, point: int, worker: str | None = None):
-        """The whole life of one test point in this process (the worker's ``judge`` task): begin, judge
-        (with a heartbeat), finish. Returns the ``PointResult``, or None when there was nothing to do."""
+        """The whole life of one test point in this process (the worker's ``judge`` task): begin, judge,
+        finish, the point beating from its claim until its result is recorded. Returns the
+        ``PointResult``, or None when there was nothing to do."""
         worker = worker or worker_name()
-        begun, generation = self._begin_point(submission_id, task, point, worker)
-        if begun is None:
-            return None
-        if isinstance(begun, PointResult):
-            result, trace = begun, None
-        else:
-            with Heartbeat(self, submission_id, [(task, point)], worker):
+        owned: list = []  # the point once claimed: it beats until its result is recorded
+        with Heartbeat(self, submission_id, owned, worker):
+            begun, generation = self._begin_point(submission_id, task, point, worker, owned=owned)
+            if begun is None:
+                return None
+            if isinstance(begun, PointResult):
+                result, trace = begun, None
+            else:
                 result, trace = pipeline.judge_traced(task, point, begun, self.settings)
-        self.finish_point(submission_id, result, worker, generation, trace)
+            self.finish_point(submission_id, result, worker, generation, trace)
         return result
 
     def grade_embedded(self, submission_id: int, points: Iterable[tuple[int, int]] | None = None,
@@ -464,7 +472,7 @@ class Service:
         futures, died, beating = {}, [], []
         with Heartbeat(self, submission_id, beating, worker):
             for task, point in points:
-                begun, generation = self._begin_point(submission_id, task, point, worker, take_over)
+                begun, generation = self._begin_point(submission_id, task, point, worker, take_over, owned=beating)
                 if begun is None:
                     continue
                 if isinstance(begun, PointResult):
@@ -472,7 +480,6 @@ class Service:
                     if on_result:
                         on_result(begun)
                     continue
-                beating.append((task, point))
                 try:
                     with interrupts_deferred():  # a Ctrl-C waits until the pool process is started
                         future = pool.submit(pipeline.judge_traced, task, point, begun, self.settings)

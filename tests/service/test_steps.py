@@ -4,9 +4,12 @@ import concurrent.futures
 from concurrent.futures.process import BrokenProcessPool
 import socket
 import subprocess
+import time
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
 
 import db
 from db.submissions import Submission
@@ -72,6 +75,38 @@ def test_the_last_point_stores_the_totals_and_the_status_is_derived(deployment, 
     state = service.status(submission_id)
     assert state["status"] == "done" and state["total"] == 0.0
     assert {t: v["score"] for t, v in state["tasks"].items()} == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}
+
+
+def _away(what: str) -> OperationalError:
+    return OperationalError(what, {}, ConnectionRefusedError("the database is unreachable"))
+
+
+def test_a_point_keeps_beating_until_its_result_is_recorded(make_deployment, sqlite_url, monkeypatch):
+    """The heartbeat covers the whole ownership of a claimed point, not only the judging: a result that
+    waits for the database (``record`` retried with backoff) keeps its point alive, so a sweeper that sees
+    the database again does not take the point for dead and spend an attempt on it (seen in the chaos test:
+    after a 15 s PostgreSQL cut the sweeper re-queued two finished, unrecorded points; one got attempt 2)."""
+    deployment = make_deployment(database_url=sqlite_url, heartbeat_seconds=0.2)
+    service = deployment.service
+    submission_id = service.accept(b"def get_kernel(t):\n    return None\n", "none.py", "alice")
+    with service.session() as session:
+        db.store_compiled(session, submission_id, {p: CE for p in ALL_POINTS})
+    record, away_until, seen = db.record_result, time.monotonic() + 1.5, []
+
+    def record_while_away(session, *args, **kwargs):
+        if time.monotonic() < away_until:
+            with service.read_session() as reader:
+                seen.append(db.get_result(reader, submission_id, 2, 0)["heartbeat_at"])
+            raise _away("INSERT INTO test_point_results ...")
+        return record(session, *args, **kwargs)
+
+    monkeypatch.setattr(db, "record_result", record_while_away)
+    result = service.judge_point(submission_id, 2, 0, worker="host:1")
+    assert result.verdict is Verdict.CE
+    row = _row(deployment, submission_id, 2, 0)
+    assert (row["verdict"], row["attempts"]) == ("CE", 1)
+    assert len(seen) >= 3  # the recording was retried while the database was "away"
+    assert seen[-1] - row["started_at"] >= timedelta(seconds=0.5), (row["started_at"], seen)
 
 
 class DyingPool(concurrent.futures.Executor):
