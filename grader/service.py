@@ -339,10 +339,16 @@ class Service:
                 compiled = db.get_compiled(session, submission_id, task, point)
         return compiled
 
-    def _claim(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False):
+    def _claim(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False,
+               tried: list | None = None):
         """One transaction: ``("done", None)`` (a verdict of the current generation exists),
-        ``("elsewhere", None)`` (another worker judges it with a live heartbeat), else
-        ``("claimed", (attempts, generation))``."""
+        ``("elsewhere", None)`` (another worker judges it with a live heartbeat, or claimed it between
+        this transaction's read and its write), else ``("claimed", (attempts, generation))``.
+
+        ``tried``: the claim times of this same claim's earlier tries (each is appended before its
+        write). When the connection broke after a try's commit reached the database but before its
+        reply came back, the retry finds that claim (this worker, one of those ``started_at``) and
+        returns it instead of counting a second attempt."""
         with self.session() as session:
             sub = db.get_submission(session, submission_id)
             if sub is None:
@@ -352,10 +358,18 @@ class Service:
             if row is not None and row["generation"] == generation:
                 if row["finished_at"] is not None:
                     return "done", None
+                if tried and row["worker"] == worker and row["started_at"] in tried:
+                    return "claimed", (row["attempts"], generation)  # an earlier try committed after all
                 if row["worker"] != worker and not take_over and self._alive(row):
                     return "elsewhere", None
-            return "claimed", (db.claim_attempt(session, submission_id, task, point, worker,
-                                                generation=generation), generation)
+            now = utcnow()
+            if tried is not None:
+                tried.append(now)
+            attempts = db.claim_attempt(session, submission_id, task, point, worker, now=now,
+                                        generation=generation, seen=row)
+            if attempts is None:
+                return "elsewhere", None
+            return "claimed", (attempts, generation)
 
     def _alive(self, row: dict) -> bool:
         """Whether the worker of an unfinished row still judges it: not a process of this host that is
@@ -377,7 +391,8 @@ class Service:
         point with a live heartbeat; the sweeper decided it is stuck). ``owned``: the list a ``Heartbeat``
         beats; the point is added to it as soon as its claim is committed, so that it beats while its
         compiled point is loaded and until its result is recorded, however long the database is away."""
-        outcome, claim = self.retry(lambda: self._claim(submission_id, task, point, worker, take_over),
+        tried: list = []
+        outcome, claim = self.retry(lambda: self._claim(submission_id, task, point, worker, take_over, tried),
                                     f"claiming test point {task}.{point} of submission {submission_id}")
         if outcome == "done":
             self.retry(lambda: self.finalize(submission_id), "storing totals")  # a lost finalize, if any

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 import db
 from db.submissions import Submission
@@ -107,6 +108,31 @@ def test_a_point_keeps_beating_until_its_result_is_recorded(make_deployment, sql
     assert (row["verdict"], row["attempts"]) == ("CE", 1)
     assert len(seen) >= 3  # the recording was retried while the database was "away"
     assert seen[-1] - row["started_at"] >= timedelta(seconds=0.5), (row["started_at"], seen)
+
+
+def test_a_claim_whose_commit_reply_was_lost_is_not_counted_twice(deployment, submission_id, monkeypatch):
+    """The connection breaks after the claim's COMMIT reached the database and before its reply came
+    back (the chaos test's cut can fall there): the retried claim finds its own claim and keeps attempt 1."""
+    claim, commit, lost = db.claim_attempt, Session.commit, []
+
+    def claim_then_lose_the_reply(session, *args, **kwargs):
+        attempts = claim(session, *args, **kwargs)
+        if not lost:
+            session.info["lose the reply"] = True
+        return attempts
+
+    def commit_then_break(session):
+        commit(session)
+        if session.info.pop("lose the reply", False):
+            lost.append(True)
+            raise _away("COMMIT")
+
+    monkeypatch.setattr(db, "claim_attempt", claim_then_lose_the_reply)
+    monkeypatch.setattr(Session, "commit", commit_then_break)
+    result = deployment.service.judge_point(submission_id, 3, 1, worker="host:1")
+    assert lost and result.verdict is Verdict.CE
+    row = _row(deployment, submission_id, 3, 1)
+    assert (row["verdict"], row["attempts"], row["worker"]) == ("CE", 1, "host:1")
 
 
 class DyingPool(concurrent.futures.Executor):
