@@ -6,6 +6,7 @@ import socket
 import subprocess
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import update
@@ -15,7 +16,9 @@ from sqlalchemy.orm import Session
 import db
 from db.submissions import Submission
 from grader.pipeline import ALL_POINTS
+from grader.service import worker_gone
 from judger.verdicts import Verdict
+from service_testlib import wait_until
 
 CE = {"verdict": "CE", "message": "this file does not solve the task", "compile_s": 0.5}
 
@@ -54,6 +57,29 @@ def test_a_point_whose_grader_died_max_attempts_times_ends_as_ie(deployment, sub
     assert result.verdict is Verdict.IE and "died 3 times" in result.message
     row = _row(deployment, submission_id, 1, 0)
     assert (row["verdict"], row["score"], row["attempts"], row["worker"]) == ("IE", 0.0, 4, "host:2")
+
+
+def test_a_point_claimed_by_a_killed_process_not_yet_reaped_is_taken_over(deployment, submission_id):
+    """A process killed together with its parent (a whole worker lost) is a zombie until init reaps it;
+    signal 0 still reaches it, but it will never beat again: the next delivery takes the point over at
+    once (attempt 2) instead of leaving it to its fresh heartbeat's owner for heartbeat_stale_seconds."""
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        zombie = f"{socket.gethostname()}:{proc.pid}"
+        assert not worker_gone(zombie)
+        assert deployment.service.begin_point(submission_id, 1, 0, zombie) == CE
+        assert deployment.service.judge_point(submission_id, 1, 0, worker="host:2") is None  # alive: its own
+        proc.kill()
+        wait_until(lambda: Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z", 10,
+                   "the killed process to be a zombie")  # not reaped: this test is its parent and waits later
+        assert worker_gone(zombie)
+        result = deployment.service.judge_point(submission_id, 1, 0, worker="host:2")
+        assert result is not None and result.verdict is Verdict.CE
+        row = _row(deployment, submission_id, 1, 0)
+        assert (row["verdict"], row["attempts"], row["worker"]) == ("CE", 2, "host:2")
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_duplicate_delivery_of_a_finished_point_changes_nothing(deployment, submission_id):
