@@ -5,7 +5,9 @@ Life of a row:
 1. `claim_attempt` (the worker, before grading) creates the row if missing, or resets an existing one,
    to the *running* state (`started_at` set; `verdict`, `score`, `cycles`, `finished_at` NULL) and
    atomically increments `attempts`. The worker decides what to do with the count (e.g. give up
-   with `IE` after 3 attempts); that policy is not the database's.
+   with `IE` after 3 attempts); that policy is not the database's. With `seen` (the row the worker
+   read before deciding to claim) the claim is a compare-and-set: it fails (None) when another claim
+   or a result came in between, so two deliveries of one point never both count an attempt.
 2. `record_result` (the worker, after grading) writes the verdict, score, cycles, message and
    timings: the row is *finished* (`finished_at` and `verdict` set). Writing the same point again
    updates the single row, so a redelivered task cannot create a duplicate.
@@ -18,6 +20,7 @@ Public API: `TestPointResult`, `VERDICTS`, `record_result`, `claim_attempt`, `be
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +33,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    and_,
     case,
     func,
     null,
@@ -41,6 +45,8 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from db.base import Base, UTCDateTime, utcnow
 from db.dialects import upsert_insert
 
+# ``claim_attempt(seen=...)``'s default: claim whatever the row is.
+_ANY_ROW: Any = object()
 # The verdicts of docs "judging.md"; only AC scores above zero.
 VERDICTS = ("AC", "WA", "CE", "RE", "TLE", "MLE", "SV", "IE")
 WORKER_MAX_LENGTH = 255
@@ -190,7 +196,8 @@ def claim_attempt(
     queued_at: datetime | None = None,
     now: datetime | None = None,
     generation: int = 0,
-) -> int:
+    seen: Mapping[str, Any] | None = _ANY_ROW,
+) -> int | None:
     """Mark a test point as running for `worker` and return its new attempt count (1, 2, 3, ...).
 
     Creates the row if missing; otherwise increments `attempts` atomically (concurrent claims of one
@@ -198,6 +205,13 @@ def claim_attempt(
     until `record_result`. A claim in a newer `generation` (a rejudge) starts counting from 1 again.
     `started_at` and `heartbeat_at` are set to `now` (default: the current UTC time);
     `queued_at`, if given, is kept only when none is stored yet.
+
+    `seen`: the row as the caller read it in this transaction before deciding to claim (`get_result`;
+    None: there was none). The claim is then made only if no other claim or result came in between
+    (the row is still missing, or still has the seen `generation` and `attempts` and the seen
+    finished state), else nothing is written and None is returned: two deliveries of one point that
+    both read it as free cannot both claim it (PostgreSQL does not serialise the read and the write).
+    By default the claim is unconditional.
     Raises `ValueError` for an invalid point or worker name; `sqlalchemy.exc.IntegrityError` if the
     submission does not exist. The caller commits, before grading, so the claim is visible.
     """
@@ -217,8 +231,17 @@ def claim_attempt(
         generation=generation,
     )
     new = insert.excluded
+    if seen is None:  # only if nobody created the row meanwhile
+        statement = insert.on_conflict_do_nothing(index_elements=_CONFLICT_KEY).returning(_TABLE.c.attempts)
+        return session.execute(statement).scalar_one_or_none()
+    unchanged = None
+    if seen is not _ANY_ROW:
+        unchanged = and_(_TABLE.c.generation == seen["generation"], _TABLE.c.attempts == seen["attempts"],
+                         _TABLE.c.finished_at.is_(None) if seen["finished_at"] is None
+                         else _TABLE.c.finished_at.is_not(None))
     statement = insert.on_conflict_do_update(
         index_elements=_CONFLICT_KEY,
+        where=unchanged,
         set_={
             # Incremented in SQL, not read-modify-write in Python: atomic under concurrent claims.
             "attempts": case((_TABLE.c.generation == new.generation, _TABLE.c.attempts + 1), else_=1),
@@ -235,7 +258,8 @@ def claim_attempt(
             "wall_seconds": null(),
         },
     ).returning(_TABLE.c.attempts)
-    return int(session.execute(statement).scalar_one())
+    return session.execute(statement).scalar_one_or_none() if unchanged is not None \
+        else int(session.execute(statement).scalar_one())
 
 
 def get_result(session: Session, submission_id: int, task: int, point: int) -> dict[str, Any] | None:

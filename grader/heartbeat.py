@@ -1,5 +1,8 @@
-"""Heartbeats: while a worker judges test points, a thread writes their ``heartbeat_at`` every
+"""Heartbeats: while a worker owns test points, a thread writes their ``heartbeat_at`` every
 ``KDT_GRADE_HEARTBEAT_SECONDS``; the sweeper re-queues a point whose heartbeat stopped (its worker died).
+A point is owned from its committed claim until its result is recorded (``Service.judge_point``), not
+only while it is judged: a result that waits out a database outage (its write retried with backoff) keeps
+beating as soon as the database answers again, so the sweeper does not take it for dead.
 While a worker compiles submission N it holds and renews the lease ``compile N`` the same way
 (``CompileLease``), so the sweeper leaves a compile under way alone.
 

@@ -16,8 +16,9 @@ is first an outbox row (``db.outbox``) written in the transaction it follows fro
 - per test point: ``begin_point`` (skip a point that already has a verdict of the current generation, or
   that another worker is judging with a live heartbeat; ``claim_attempt`` and commit; past
   ``max_attempts`` the point ends as ``IE``; else hand back its compiled point), ``pipeline.judge``
-  (anywhere, with a heartbeat thread) and ``finish_point`` (``record_result`` and commit, then
-  ``finalize_submission`` in a new transaction, so the last point to finish stores the totals).
+  (anywhere) and ``finish_point`` (``record_result`` and commit, then ``finalize_submission`` in a new
+  transaction, so the last point to finish stores the totals). A heartbeat thread beats the point from
+  its claim until its result is recorded.
 
 Every step takes ids and re-reads rows, and every write is idempotent, so a task may run twice. Database
 and broker errors inside a task are retried with backoff (``grader.transient``): an outage costs no
@@ -67,7 +68,10 @@ def worker_name() -> str:
 
 def worker_gone(worker: str | None) -> bool:
     """Whether ``worker`` (``host:pid`` or Celery's ``name@host:pid``) names a process of this host that
-    no longer exists (a killed pool process, an interrupted embedded ``submit``)."""
+    no longer exists (a killed pool process, an interrupted embedded ``submit``). A zombie counts as
+    gone: it has exited and only waits for its parent (or init) to reap it. The pool processes of a
+    worker killed as a whole are reparented to init, and until init reaps them (seconds on a loaded
+    machine, never in a container without one) signal 0 still reaches them."""
     host, _, pid = (worker or "").rpartition(":")
     if host.rpartition("@")[2] != socket.gethostname() or not pid.isdigit():
         return False
@@ -76,8 +80,17 @@ def worker_gone(worker: str | None) -> bool:
     except ProcessLookupError:
         return True
     except PermissionError:  # it exists (another user's process)
+        pass
+    return _exited(int(pid))
+
+
+def _exited(pid: int) -> bool:
+    """Whether process ``pid`` is a zombie (Linux ``/proc``; False where that cannot be read)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (not Linux), or it went away meanwhile (then the next look sees it gone)
         return False
-    return False
+    return stat.rpartition(")")[2].split()[:1] in (["Z"], ["X"])  # the state follows the "(name)"
 
 
 class Service:
@@ -338,10 +351,16 @@ class Service:
                 compiled = db.get_compiled(session, submission_id, task, point)
         return compiled
 
-    def _claim(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False):
+    def _claim(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False,
+               tried: list | None = None):
         """One transaction: ``("done", None)`` (a verdict of the current generation exists),
-        ``("elsewhere", None)`` (another worker judges it with a live heartbeat), else
-        ``("claimed", (attempts, generation))``."""
+        ``("elsewhere", None)`` (another worker judges it with a live heartbeat, or claimed it between
+        this transaction's read and its write), else ``("claimed", (attempts, generation))``.
+
+        ``tried``: the claim times of this same claim's earlier tries (each is appended before its
+        write). When the connection broke after a try's commit reached the database but before its
+        reply came back, the retry finds that claim (this worker, one of those ``started_at``) and
+        returns it instead of counting a second attempt."""
         with self.session() as session:
             sub = db.get_submission(session, submission_id)
             if sub is None:
@@ -351,10 +370,18 @@ class Service:
             if row is not None and row["generation"] == generation:
                 if row["finished_at"] is not None:
                     return "done", None
+                if tried and row["worker"] == worker and row["started_at"] in tried:
+                    return "claimed", (row["attempts"], generation)  # an earlier try committed after all
                 if row["worker"] != worker and not take_over and self._alive(row):
                     return "elsewhere", None
-            return "claimed", (db.claim_attempt(session, submission_id, task, point, worker,
-                                                generation=generation), generation)
+            now = utcnow()
+            if tried is not None:
+                tried.append(now)
+            attempts = db.claim_attempt(session, submission_id, task, point, worker, now=now,
+                                        generation=generation, seen=row)
+            if attempts is None:
+                return "elsewhere", None
+            return "claimed", (attempts, generation)
 
     def _alive(self, row: dict) -> bool:
         """Whether the worker of an unfinished row still judges it: not a process of this host that is
@@ -370,10 +397,14 @@ class Service:
         graders died ``max_attempts`` times, else the compiled point to judge."""
         return self._begin_point(submission_id, task, point, worker)[0]
 
-    def _begin_point(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False):
+    def _begin_point(self, submission_id: int, task: int, point: int, worker: str, take_over: bool = False,
+                     owned: list | None = None):
         """``begin_point``'s outcome and the generation the claim belongs to (``take_over``: claim even a
-        point with a live heartbeat; the sweeper decided it is stuck)."""
-        outcome, claim = self.retry(lambda: self._claim(submission_id, task, point, worker, take_over),
+        point with a live heartbeat; the sweeper decided it is stuck). ``owned``: the list a ``Heartbeat``
+        beats; the point is added to it as soon as its claim is committed, so that it beats while its
+        compiled point is loaded and until its result is recorded, however long the database is away."""
+        tried: list = []
+        outcome, claim = self.retry(lambda: self._claim(submission_id, task, point, worker, take_over, tried),
                                     f"claiming test point {task}.{point} of submission {submission_id}")
         if outcome == "done":
             self.retry(lambda: self.finalize(submission_id), "storing totals")  # a lost finalize, if any
@@ -381,6 +412,8 @@ class Service:
         if outcome == "elsewhere":
             return None, None
         attempts, generation = claim
+        if owned is not None:
+            owned.append((task, point))
         if attempts > self.settings.max_attempts:
             died = attempts - 1
             return PointResult(task, point, Verdict.IE, None, 0.0,
@@ -418,18 +451,20 @@ class Service:
             return db.finalize_submission(session, submission_id, WEIGHTS, POINTS_PER_TASK, task_score=task_score)
 
     def judge_point(self, submission_id: int, task: int, point: int, worker: str | None = None):
-        """The whole life of one test point in this process (the worker's ``judge`` task): begin, judge
-        (with a heartbeat), finish. Returns the ``PointResult``, or None when there was nothing to do."""
+        """The whole life of one test point in this process (the worker's ``judge`` task): begin, judge,
+        finish, the point beating from its claim until its result is recorded. Returns the
+        ``PointResult``, or None when there was nothing to do."""
         worker = worker or worker_name()
-        begun, generation = self._begin_point(submission_id, task, point, worker)
-        if begun is None:
-            return None
-        if isinstance(begun, PointResult):
-            result, trace = begun, None
-        else:
-            with Heartbeat(self, submission_id, [(task, point)], worker):
+        owned: list = []  # the point once claimed: it beats until its result is recorded
+        with Heartbeat(self, submission_id, owned, worker):
+            begun, generation = self._begin_point(submission_id, task, point, worker, owned=owned)
+            if begun is None:
+                return None
+            if isinstance(begun, PointResult):
+                result, trace = begun, None
+            else:
                 result, trace = pipeline.judge_traced(task, point, begun, self.settings)
-        self.finish_point(submission_id, result, worker, generation, trace)
+            self.finish_point(submission_id, result, worker, generation, trace)
         return result
 
     def grade_embedded(self, submission_id: int, points: Iterable[tuple[int, int]] | None = None,
@@ -464,7 +499,7 @@ class Service:
         futures, died, beating = {}, [], []
         with Heartbeat(self, submission_id, beating, worker):
             for task, point in points:
-                begun, generation = self._begin_point(submission_id, task, point, worker, take_over)
+                begun, generation = self._begin_point(submission_id, task, point, worker, take_over, owned=beating)
                 if begun is None:
                     continue
                 if isinstance(begun, PointResult):
@@ -472,7 +507,6 @@ class Service:
                     if on_result:
                         on_result(begun)
                     continue
-                beating.append((task, point))
                 try:
                     with interrupts_deferred():  # a Ctrl-C waits until the pool process is started
                         future = pool.submit(pipeline.judge_traced, task, point, begun, self.settings)

@@ -78,3 +78,21 @@ def test_concurrent_claims_get_distinct_attempt_numbers(factory, submission_id):
         count = session.scalar(select(func.count()).select_from(TestPointResult))
     assert row["attempts"] == THREADS * 2
     assert count == 1
+
+
+def test_deliveries_that_saw_the_same_row_claim_the_point_once(factory, submission_id):
+    """Deliveries of one point that all read it as free before any of them wrote (PostgreSQL does not
+    serialise that read and the write) claim it once: the others get None and must leave it, instead of
+    counting attempts 2, 3, ... for one judging. First with no row yet, then with a stale claim."""
+    for expected in (1, 2):
+        with session_scope(factory) as session:
+            seen = get_result(session, submission_id, 2, 0)
+
+        def claim(index: int, seen=seen) -> int | None:
+            with session_scope(factory) as session:
+                return claim_attempt(session, submission_id, 2, 0, f"w{index}", seen=seen)
+
+        counts = _run_together(THREADS, claim)
+        assert sorted(counts, key=lambda c: c is None) == [expected] + [None] * (THREADS - 1)
+    with session_scope(factory) as session:
+        assert get_result(session, submission_id, 2, 0)["attempts"] == 2

@@ -53,6 +53,28 @@ def test_claim_attempt_counts_one_two_three(factory, submission_id):
     assert _row_count(factory, submission_id) == 1
 
 
+def test_a_claim_made_on_the_row_it_saw_fails_once_another_claim_or_result_came_between(factory, submission_id):
+    with session_scope(factory) as session:
+        assert claim_attempt(session, submission_id, 3, 0, "w1", seen=None) == 1
+    with session_scope(factory) as session:
+        assert claim_attempt(session, submission_id, 3, 0, "w2", seen=None) is None  # w1 created it meanwhile
+        first = get_result(session, submission_id, 3, 0)
+    with session_scope(factory) as session:
+        assert claim_attempt(session, submission_id, 3, 0, "w2", seen=first) == 2
+    with session_scope(factory) as session:
+        assert claim_attempt(session, submission_id, 3, 0, "w3", seen=first) is None  # w2 claimed meanwhile
+        second = get_result(session, submission_id, 3, 0)
+    with session_scope(factory) as session:
+        record_result(session, submission_id, 3, 0, "AC", 10, 100.0, "", "w2")
+    with session_scope(factory) as session:
+        assert claim_attempt(session, submission_id, 3, 0, "w3", seen=second) is None  # a result came
+        row = get_result(session, submission_id, 3, 0)
+    assert (row["attempts"], row["worker"], row["verdict"]) == (2, "w2", "AC")
+    with session_scope(factory) as session:  # the row as it is now: claimed (e.g. the sweeper's retry)
+        assert claim_attempt(session, submission_id, 3, 0, "w3", seen=row) == 3
+    assert _row_count(factory, submission_id) == 1
+
+
 def test_claim_then_record_keeps_attempts_and_start_time(factory, submission_id):
     with session_scope(factory) as session:
         claim_attempt(session, submission_id, 1, 0, "w1", queued_at=T0, now=T0 + timedelta(seconds=5))

@@ -4,14 +4,21 @@ import concurrent.futures
 from concurrent.futures.process import BrokenProcessPool
 import socket
 import subprocess
+import time
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import update
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
 
 import db
 from db.submissions import Submission
 from grader.pipeline import ALL_POINTS
+from grader.service import worker_gone
 from judger.verdicts import Verdict
+from service_testlib import wait_until
 
 CE = {"verdict": "CE", "message": "this file does not solve the task", "compile_s": 0.5}
 
@@ -52,6 +59,29 @@ def test_a_point_whose_grader_died_max_attempts_times_ends_as_ie(deployment, sub
     assert (row["verdict"], row["score"], row["attempts"], row["worker"]) == ("IE", 0.0, 4, "host:2")
 
 
+def test_a_point_claimed_by_a_killed_process_not_yet_reaped_is_taken_over(deployment, submission_id):
+    """A process killed together with its parent (a whole worker lost) is a zombie until init reaps it;
+    signal 0 still reaches it, but it will never beat again: the next delivery takes the point over at
+    once (attempt 2) instead of leaving it to its fresh heartbeat's owner for heartbeat_stale_seconds."""
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        zombie = f"{socket.gethostname()}:{proc.pid}"
+        assert not worker_gone(zombie)
+        assert deployment.service.begin_point(submission_id, 1, 0, zombie) == CE
+        assert deployment.service.judge_point(submission_id, 1, 0, worker="host:2") is None  # alive: its own
+        proc.kill()
+        wait_until(lambda: Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z", 10,
+                   "the killed process to be a zombie")  # not reaped: this test is its parent and waits later
+        assert worker_gone(zombie)
+        result = deployment.service.judge_point(submission_id, 1, 0, worker="host:2")
+        assert result is not None and result.verdict is Verdict.CE
+        row = _row(deployment, submission_id, 1, 0)
+        assert (row["verdict"], row["attempts"], row["worker"]) == ("CE", 2, "host:2")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_duplicate_delivery_of_a_finished_point_changes_nothing(deployment, submission_id):
     service = deployment.service
     first = service.judge_point(submission_id, 2, 1, worker="host:1")
@@ -72,6 +102,63 @@ def test_the_last_point_stores_the_totals_and_the_status_is_derived(deployment, 
     state = service.status(submission_id)
     assert state["status"] == "done" and state["total"] == 0.0
     assert {t: v["score"] for t, v in state["tasks"].items()} == {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}
+
+
+def _away(what: str) -> OperationalError:
+    return OperationalError(what, {}, ConnectionRefusedError("the database is unreachable"))
+
+
+def test_a_point_keeps_beating_until_its_result_is_recorded(make_deployment, sqlite_url, monkeypatch):
+    """The heartbeat covers the whole ownership of a claimed point, not only the judging: a result that
+    waits for the database (``record`` retried with backoff) keeps its point alive, so a sweeper that sees
+    the database again does not take the point for dead and spend an attempt on it (seen in the chaos test:
+    after a 15 s PostgreSQL cut the sweeper re-queued two finished, unrecorded points; one got attempt 2)."""
+    deployment = make_deployment(database_url=sqlite_url, heartbeat_seconds=0.2)
+    service = deployment.service
+    submission_id = service.accept(b"def get_kernel(t):\n    return None\n", "none.py", "alice")
+    with service.session() as session:
+        db.store_compiled(session, submission_id, {p: CE for p in ALL_POINTS})
+    record, away_until, seen = db.record_result, time.monotonic() + 1.5, []
+
+    def record_while_away(session, *args, **kwargs):
+        if time.monotonic() < away_until:
+            with service.read_session() as reader:
+                seen.append(db.get_result(reader, submission_id, 2, 0)["heartbeat_at"])
+            raise _away("INSERT INTO test_point_results ...")
+        return record(session, *args, **kwargs)
+
+    monkeypatch.setattr(db, "record_result", record_while_away)
+    result = service.judge_point(submission_id, 2, 0, worker="host:1")
+    assert result.verdict is Verdict.CE
+    row = _row(deployment, submission_id, 2, 0)
+    assert (row["verdict"], row["attempts"]) == ("CE", 1)
+    assert len(seen) >= 3  # the recording was retried while the database was "away"
+    assert seen[-1] - row["started_at"] >= timedelta(seconds=0.5), (row["started_at"], seen)
+
+
+def test_a_claim_whose_commit_reply_was_lost_is_not_counted_twice(deployment, submission_id, monkeypatch):
+    """The connection breaks after the claim's COMMIT reached the database and before its reply came
+    back (the chaos test's cut can fall there): the retried claim finds its own claim and keeps attempt 1."""
+    claim, commit, lost = db.claim_attempt, Session.commit, []
+
+    def claim_then_lose_the_reply(session, *args, **kwargs):
+        attempts = claim(session, *args, **kwargs)
+        if not lost:
+            session.info["lose the reply"] = True
+        return attempts
+
+    def commit_then_break(session):
+        commit(session)
+        if session.info.pop("lose the reply", False):
+            lost.append(True)
+            raise _away("COMMIT")
+
+    monkeypatch.setattr(db, "claim_attempt", claim_then_lose_the_reply)
+    monkeypatch.setattr(Session, "commit", commit_then_break)
+    result = deployment.service.judge_point(submission_id, 3, 1, worker="host:1")
+    assert lost and result.verdict is Verdict.CE
+    row = _row(deployment, submission_id, 3, 1)
+    assert (row["verdict"], row["attempts"], row["worker"]) == ("CE", 1, "host:1")
 
 
 class DyingPool(concurrent.futures.Executor):
