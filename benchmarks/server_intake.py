@@ -4,7 +4,9 @@ Starts a real `kdt-grade serve` (embedded mode: the server's own process pool gr
 with one `kdt-grade worker`), makes N+1 accounts, submits `--background` copies of the file first so the
 pool is busy grading, then N client threads (one httpx client and token each, released together by a
 barrier) POST one copy each (a random comment makes every copy's sha256 differ). Prints the POST latency
-p50/p99/max, whether grading was running during the intake, and then waits until all N are graded and
+p50/p99/max, whether grading was running during the intake, the CPU per upload of the HTTP processes
+and of the clients (with the floor they set on the last upload's latency on this many cores, and a
+yardstick of the machine's speed, for comparing machines), and then waits until all N are graded and
 checks that every one has exactly the per-point outcomes and total of `kdt-grade local --json`.
 
 Run: `.venv/bin/python benchmarks/server_intake.py [-n 50] [--file F] [--workers 2] [--http-workers 2] [--background 2]`
@@ -68,6 +70,35 @@ def stop(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def http_cpu_seconds(server: subprocess.Popen) -> float:
+    """CPU seconds used so far by the server's HTTP processes (in its process group, named by their
+    process title), from ``/proc/PID/stat``: the intake's CPU per upload."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == server.pid and cmdline.startswith(b"kdt-grade serve: HTTP process"):
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def reference_ms(data: bytes, rounds: int = 50) -> float:
+    """CPU milliseconds to parse ``data`` with ``ast.parse`` here: a yardstick of this machine's speed, so
+    figures from different machines can be compared."""
+    import ast
+
+    ast.parse(data)
+    t0 = time.thread_time()
+    for _ in range(rounds):
+        ast.parse(data)
+    return (time.thread_time() - t0) / rounds * 1000
+
+
 def answers(url: str) -> bool:
     try:
         return httpx.get(url + "/api/v1/contest", timeout=2).status_code == 200
@@ -108,7 +139,8 @@ def main() -> None:
     data = args.file.read_bytes()
     print(f"{args.n} concurrent clients submit {args.file.name} to a real server "
           f"({'broker ' + args.broker_url if args.broker_url else 'embedded pool'}, {args.workers} grading "
-          f"processes, {args.http_workers} HTTP processes, {'PostgreSQL' if args.database_url else 'SQLite'}); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+          f"processes, {args.http_workers} HTTP processes, {'PostgreSQL' if args.database_url else 'SQLite'}); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
+          f"machine yardstick: ast.parse of the file takes {reference_ms(data):.1f} ms of CPU")
     with tempfile.TemporaryDirectory(prefix="kdt-grade-intake-") as tmp:
         tmp = Path(tmp)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KDT_GRADE_")}
@@ -147,10 +179,14 @@ def main() -> None:
                 def client(i: int):
                     barrier.wait()
                     return post(clients[i], f"client{i}.py", bodies[i])
+                server = procs[-1]
+                http_before, client_before = http_cpu_seconds(server), time.process_time()
                 t0 = time.perf_counter()
                 with concurrent.futures.ThreadPoolExecutor(args.n) as pool:
                     results = list(pool.map(client, range(args.n)))
                 wall = time.perf_counter() - t0
+                http_cpu = http_cpu_seconds(server) - http_before
+                client_cpu = time.process_time() - client_before
                 for c in clients:
                     c.close()
                 busy = [service.status(b)["status"] for b in background]
@@ -163,6 +199,11 @@ def main() -> None:
                 print(f"POST latency over {args.n} concurrent submissions: p50 {cuts[49]:.0f} ms, p99 {cuts[98]:.0f} ms, "
                       f"max {latencies[-1]:.0f} ms (all {args.n} accepted in {wall:.2f} s); background "
                       f"submissions during the intake: {', '.join(busy) or 'none'}")
+                cores = os.cpu_count() or 1
+                print(f"CPU per upload: HTTP processes {http_cpu / args.n * 1000:.1f} ms, this benchmark's clients "
+                      f"{client_cpu / args.n * 1000:.1f} ms; the {args.n} uploads' CPU spread over {cores} cores "
+                      f"takes at least {(http_cpu + client_cpu) / cores * 1000:.0f} ms, a floor for the last "
+                      f"upload's latency")
 
                 t1 = time.perf_counter()
                 states = [service.wait(r[2]["id"], timeout=7200, poll=1.0) for r in results]
