@@ -48,6 +48,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 DEFAULT_BUSY_TIMEOUT_MS = 30_000
+CONNECT_TIMEOUT_SECONDS = 10  # PostgreSQL: seconds to wait for a connection
 READ_ONLY = "kdt_read_only"  # the execution option that marks a read-only scope's connection
 
 
@@ -197,6 +198,11 @@ def make_engine(url: str | URL, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_M
         return engine
     if backend == "postgresql":
         engine_kwargs.setdefault("pool_pre_ping", True)  # long-lived workers outlive server restarts
+        # A server that does not answer (a network cut drops the packets) fails a connection after this
+        # many seconds instead of the kernel's two minutes of retries; the URL's own value wins.
+        if "connect_timeout" not in resolved.query:
+            engine_kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_SECONDS,
+                                             **engine_kwargs.get("connect_args", {})}
         return create_engine(resolved, **engine_kwargs)
     raise NotImplementedError(f"database backend {backend!r} is not supported; use sqlite or postgresql")
 

@@ -22,7 +22,7 @@ from grader.config import Settings, load_settings
 from grader.service import Service
 from grader.version import grader_version
 
-from . import api_admin, api_contestant, api_public
+from . import api_admin, api_contestant, api_public, intake
 from .errors import install_error_handlers
 from .grading import RELAY_ENV, Dispatcher
 from .pages_setup import install_pages
@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None, relay: str | None = None) -> Fa
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         service.factory  # noqa: B018  (creates the engine, and in embedded mode the schema, before requests)
+        _app.state.intake_limiter = intake.limiter()
         dispatcher.start()
         # Broker mode: the outbox dispatcher and the automatic sweeper (grader.sweeper). Embedded mode:
         # the dispatcher above is the only grader; it queues again at start what a previous process left,

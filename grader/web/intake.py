@@ -6,13 +6,36 @@
   one snapshot, then ``accept``;
 - ``accept``: ``Service.accept`` with the rules checked again inside its transaction (``contest.admit``),
   then the id handed to the grading dispatcher. Refusals (``pipeline.Rejected``, ``refusals.Refusal``)
-  propagate and nothing is stored.
+  propagate and nothing is stored;
+- ``in_thread``: runs one of these in a worker thread, at most ``INTAKE_THREADS`` at once per process.
 """
 from __future__ import annotations
+
+import anyio
+import anyio.to_thread
 
 from grader import accounts, contest
 from grader.accounts import Account
 from grader.service import Service
+
+# Intakes running at once in one HTTP process. Their work is CPU (the syntax check, SQL) under one
+# interpreter lock: 25 at once (a burst of 50 uploads over 2 processes) only took turns on the lock,
+# each switch costing, and all finished together at the end. Two: one can check while the other waits
+# for the database's writer lock. Measured with benchmarks/server_intake.py (50 at once): the HTTP
+# processes' CPU per upload 13-15 ms with anyio's default of 40 threads, 10-12 ms with 2; the first
+# uploads are answered first.
+INTAKE_THREADS = 2
+
+
+def limiter() -> anyio.CapacityLimiter:
+    """A new limiter of ``INTAKE_THREADS`` (one per app, made in its event loop: ``app.state``)."""
+    return anyio.CapacityLimiter(INTAKE_THREADS)
+
+
+async def in_thread(request, function, *args):
+    """``function(*args)`` in a worker thread under the app's intake limiter (``app.state.intake_limiter``);
+    returns what it returns, raises what it raises."""
+    return await anyio.to_thread.run_sync(function, *args, limiter=request.app.state.intake_limiter)
 
 
 def check(service: Service, account: Account) -> None:

@@ -80,6 +80,46 @@ def test_postgresql_urls_get_an_installed_driver():
     assert resolve_url("sqlite:///x.sqlite3").drivername == "sqlite"
 
 
+def test_postgresql_connections_give_up_after_a_timeout_unless_the_url_says_otherwise():
+    """A PostgreSQL server that does not answer (a network cut) fails a connection after 10 s, not after
+    the kernel's two minutes of retries; a ``connect_timeout`` in the URL wins. Checked on what reaches
+    the driver, and with the URL's 1 s on a listening socket that never answers."""
+    import socket
+    import time
+
+    from sqlalchemy import event
+    from sqlalchemy.exc import OperationalError
+
+    class Stop(Exception):
+        pass
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel accepts connections; nobody ever answers on them
+    port = silent.getsockname()[1]
+    try:
+        default = make_engine(f"postgresql://nobody@127.0.0.1:{port}/x")
+        seen = []
+
+        def record(_dialect, _record, _args, params):
+            seen.append(params.get("connect_timeout"))
+            raise Stop  # what the driver would be given is all this case needs
+        event.listen(default, "do_connect", record)
+        with pytest.raises(Stop):
+            default.connect()
+        assert seen == [10]
+        default.dispose()
+
+        chosen = make_engine(f"postgresql://nobody@127.0.0.1:{port}/x?connect_timeout=1")
+        t0 = time.monotonic()
+        with pytest.raises(OperationalError, match="timeout"):
+            chosen.connect()
+        assert time.monotonic() - t0 < 8
+        chosen.dispose()
+    finally:
+        silent.close()
+
+
 def test_other_backends_are_refused():
     with pytest.raises(NotImplementedError):
         make_engine("mysql://root@127.0.0.1/test")
