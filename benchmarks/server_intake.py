@@ -204,6 +204,8 @@ def main() -> None:
                       f"{client_cpu / args.n * 1000:.1f} ms; the {args.n} uploads' CPU spread over {cores} cores "
                       f"takes at least {(http_cpu + client_cpu) / cores * 1000:.0f} ms, a floor for the last "
                       f"upload's latency")
+                print(f"goal (issue 10): p99 under 200 ms while the pool grades: "
+                      f"{'met' if cuts[98] < 200 else 'not met'} on this machine")
 
                 t1 = time.perf_counter()
                 states = [service.wait(r[2]["id"], timeout=7200, poll=1.0) for r in results]
