@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials
+from starlette.concurrency import run_in_threadpool
 
 from grader import accounts, visibility
 from grader.accounts import Account
@@ -36,13 +37,14 @@ async def submit(request: Request, credentials: HTTPAuthorizationCredentials | N
 
     Refusals store nothing: 400 (empty, not UTF-8, not Python), 401 (no or unknown token), 403 (disabled
     account; outside the contest window), 413 (too large), 429 (a limit, with Retry-After)."""
-    token = accounts.well_formed(token_of(credentials))  # no token: refused before the body is read
-    service = request.app.state.service
-    name, data = await read_upload(request, service.settings.submission_max_bytes)
-    # One trip to the thread pool for the account, the rules and the store (each trip waits for a turn
-    # of the event loop, which is busy reading the other uploads when many arrive at once).
-    submission_id = await intake.in_thread(request, intake.take, service, request.app.state.dispatcher, token,
-                                          name, data)
+    token = accounts.well_formed(token_of(credentials))  # no token: refused without the database
+    service, dispatcher = request.app.state.service, request.app.state.dispatcher
+    # Before any of the body is read: the account and the rules (an unknown token, a disabled account,
+    # a limit cost nothing more), then one upload at a time per account (``intake.Uploads``).
+    account = await run_in_threadpool(intake.admit_token, service, token)
+    with request.app.state.uploads.one_of(account):
+        name, data = await read_upload(request, service.settings.submission_max_bytes)
+        submission_id = await intake.in_thread(request, intake.accept, service, dispatcher, account, name, data)
     # The status URL is this request's URL plus the id (``url_for`` searches every route: 0.5 ms).
     url = f"{request.url.replace(query='', fragment='')}/{submission_id}"
     return Accepted(id=submission_id, status="queued", url=url)

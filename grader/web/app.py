@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None, relay: str | None = None) -> Fa
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         service.factory  # noqa: B018  (creates the engine, and in embedded mode the schema, before requests)
-        _app.state.intake_limiter = intake.limiter()
+        _app.state.intake_limiter, _app.state.uploads = intake.limiter(), intake.Uploads()
         dispatcher.start()
         # Broker mode: the outbox dispatcher and the automatic sweeper (grader.sweeper). Embedded mode:
         # the dispatcher above is the only grader; it queues again at start what a previous process left,

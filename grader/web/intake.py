@@ -2,20 +2,30 @@
 
 - ``check``: the contest's rules in a read-only snapshot (``grader.contest.check``), before any work;
   organisers are not held to the window and limits;
-- ``take``: the API's whole intake in one trip to the thread pool: the token's account and the rules in
-  one snapshot, then ``accept``;
+- ``admit_token``: the API's check before it reads an upload: the token's account and the contest's rules
+  in one read-only snapshot (an unknown token, a disabled account or a limit is refused before any of
+  the body is read);
 - ``accept``: ``Service.accept`` with the rules checked again inside its transaction (``contest.admit``),
   then the id handed to the grading dispatcher. Refusals (``pipeline.Rejected``, ``refusals.Refusal``)
   propagate and nothing is stored;
-- ``in_thread``: runs one of these in a worker thread, at most ``INTAKE_THREADS`` at once per process.
+- ``in_thread``: runs one of these in a worker thread, at most ``INTAKE_THREADS`` at once per process;
+- ``Uploads``: one upload at a time per account and HTTP process, from before its body is read until it
+  is stored or refused (429 ``upload_in_progress`` for a second one meanwhile): a contestant sending many
+  uploads at once (refused ones store nothing, so they count against no limit) holds one body in memory
+  and one intake thread, not all of them, and the others' uploads go on.
 """
 from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
 
 import anyio
 import anyio.to_thread
 
 from grader import accounts, contest
 from grader.accounts import Account
+from grader.refusals import TooMany
 from grader.service import Service
 
 # Intakes running at once in one HTTP process. Their work is CPU (the syntax check, SQL) under one
@@ -54,13 +64,35 @@ def accept(service: Service, dispatcher, account: Account, file_name: str, data:
     return submission_id
 
 
-def take(service: Service, dispatcher, token: str, file_name: str, data: bytes) -> int:
-    """The API's intake of an upload sent with a ``well_formed`` bearer token: the token's account
-    (``accounts.account_for``) and the contest's rules (``contest.check_in``) read in one snapshot, then
-    ``accept``; return the id. Raises what those raise: ``NotAuthenticated`` (401), ``Forbidden`` (403),
-    ``TooMany`` (429), ``pipeline.Rejected`` (400), ``ServiceUnavailable`` (503), with nothing stored."""
+def admit_token(service: Service, token: str) -> Account:
+    """The account of a ``well_formed`` bearer token (``accounts.account_for``), with the contest's rules
+    checked for it (``contest.check_in``) in the same snapshot. Raises ``NotAuthenticated`` (401),
+    ``Forbidden`` (403: disabled, outside the window), ``TooMany`` (429) or ``ServiceUnavailable`` (503)."""
     with service.read_session() as session:
         account = accounts.account_for(session, token)
         if not account.is_admin:
             contest.check_in(session, account.id)  # a refusal stores nothing at all
-    return accept(service, dispatcher, account, file_name, data)
+    return account
+
+
+class Uploads:
+    """The accounts with an upload under way in this process (module docstring); thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._accounts: set[int] = set()
+
+    @contextlib.contextmanager
+    def one_of(self, account: Account) -> Iterator[None]:
+        """Hold ``account``'s place for the block; ``TooMany`` (429 ``upload_in_progress``, retry after
+        1 s) if another upload of the account holds it."""
+        with self._lock:
+            if account.id in self._accounts:
+                raise TooMany("another upload of yours is still being taken in; wait for its answer, then "
+                              "submit again", code="upload_in_progress", retry_after=1)
+            self._accounts.add(account.id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._accounts.discard(account.id)

@@ -162,11 +162,12 @@ async def submit(request: Request) -> Response:
     service = request.app.state.service
     try:
         # before the upload is read or parsed: a refused contestant costs nothing
-        await intake.in_thread(request, intake.check, service, account)
-        name, data, fields = await read_upload_form(request, service.settings.submission_max_bytes)
-        session.check_csrf(request, fields.get("csrf", "")[:128])
-        submission_id = await intake.in_thread(request, intake.accept, service, request.app.state.dispatcher, account,
-                                               name, data)
+        await run_in_threadpool(intake.check, service, account)
+        with request.app.state.uploads.one_of(account):  # one upload at a time per account (intake.Uploads)
+            name, data, fields = await read_upload_form(request, service.settings.submission_max_bytes)
+            session.check_csrf(request, fields.get("csrf", "")[:128])
+            submission_id = await intake.in_thread(request, intake.accept, service, request.app.state.dispatcher,
+                                                   account, name, data)
     except Rejected as exc:
         return await run_in_threadpool(_submit_page, request, account, 400, f"{exc}. Nothing was stored.")
     except Refusal as exc:

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from grader.config import load_settings
 from grader.web.app import create_app
+from tests.service.service_testlib import wait_until
 from weblib import add_user, free_port
 
 LIMIT = 4096
@@ -87,20 +88,47 @@ def test_too_large_is_refused_while_reading(small_server):
     assert deployment.service.all_submissions() == []
 
 
-def test_a_missing_or_malformed_token_is_refused_before_the_body_is_read(small_server):
-    """The API's intake checks the token's form before reading the upload (no database needed), and the
-    account together with the contest's rules after it, in one trip to the thread pool."""
+def test_a_token_of_nobody_is_refused_before_the_body_is_read(small_server):
+    """The token (its form, then its account, and the contest's rules) is checked before any of the upload
+    is read: a client with no account cannot make the server read and hold bodies."""
     deployment, server, _token = small_server
-    for authorization, message in (("", "this needs a token"), ("Authorization: Bearer x!\r\n", "the token is malformed")):
+    for authorization, message in (("", "this needs a token"), ("Authorization: Bearer x!\r\n", "the token is malformed"),
+                                   (f"Authorization: Bearer kdt_{'B' * 43}\r\n", "unknown token")):
         head = ("POST /api/v1/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\n" + authorization +
                 "Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 100000000\r\n\r\n")
         answer = _raw(server.port, head.encode())  # answered although none of the 100 MB is sent
         assert answer.startswith(b"HTTP/1.1 401 ") and b'"error":"unauthorized"' in answer, answer
         assert message.encode() in answer
-    with server.client("kdt_" + "B" * 43) as forged:  # well formed, unknown: refused once the body is read
-        response = forged.post("/submissions", files={"file": ("k.py", b"x = 1\n")})
-        assert response.status_code == 401 and response.json()["message"].startswith("unknown token")
     assert deployment.service.all_submissions() == []
+
+
+def test_one_upload_at_a_time_per_account_and_http_process(make_deployment, start_server):
+    """While an upload of alice's is being taken in (here: its body stalls half way), a second one of hers
+    is refused at once (429, Retry-After: 1) and bob's goes through; once hers ends, she may submit again.
+    (One HTTP process, so that both connections reach the same one.)"""
+    deployment = make_deployment(submission_max_bytes=LIMIT)
+    alice, bob = add_user(deployment, "alice"), add_user(deployment, "bob")
+    server = start_server(deployment, KDT_GRADE_HTTP_WORKERS=1)
+    part = b'--XyZ\r\nContent-Disposition: form-data; name="file"; filename="k.py"\r\n\r\nx = 1\n'
+    head = (f"POST /api/v1/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {alice}\r\n"
+            "Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 1000\r\n\r\n").encode()
+    stalled = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        stalled.sendall(head + part)  # 1000 bytes declared, a few dozen sent
+        with server.client(alice) as a, server.client(bob) as b:
+            second = wait_until(lambda: (r := a.post("/submissions", files={"file": ("k.py", b"y = 2\n")}))
+                                .status_code == 429 and r, 30, "alice's second upload to be refused")
+            assert second.json()["error"] == "upload_in_progress" and second.headers["Retry-After"] == "1"
+            assert second.json()["message"].startswith("another upload of yours is still being taken in")
+            assert b.post("/submissions", files={"file": ("k.py", b"z = 3\n")}).status_code == 202
+            stalled.close()  # her first upload ends (cut off: a refusal, nothing stored)
+            again = wait_until(lambda: (r := a.post("/submissions", files={"file": ("k.py", b"y = 2\n")}))
+                               .status_code == 202 and r, 30, "alice's upload once the first has ended")
+            assert again.status_code == 202
+    finally:
+        stalled.close()
+    stored = deployment.service.all_submissions()  # alice's second (after the first) and bob's: one each
+    assert len(stored) == 2 and len({row["user_id"] for row in stored}) == 2
 
 
 def test_unknown_paths_methods_and_parameters_answer_json(small_server):
