@@ -16,7 +16,7 @@ from grader import traces
 from judger.grading import grade_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
 from pages_testlib import VADD_ONLY as SMALL
-from pages_testlib import csrf_of, server, submit_page, wait_done, wait_until  # noqa: F401  (server: a fixture)
+from pages_testlib import Pages, csrf_of, server, submit_page, wait_done, wait_until  # noqa: F401  (server: a fixture)
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -141,7 +141,12 @@ def test_submit_page_shows_and_enforces_the_limits(server):
     assert client.get("/submissions").text.count('<tr data-id="') == 1  # the refused one is not stored
 
 
-def test_scoreboard_live_updates_send_only_what_changed(server):
+def test_scoreboard_live_updates_send_only_what_changed(make_deployment, start_server):
+    """The versions a diff is made from are those of one HTTP process (``web.scoreboard``: another
+    process answers an unknown version with the full board), so this server has one: with two, the
+    viewer's next connection (uvicorn closes idle ones after 5 s) may reach the other process."""
+    deployment = make_deployment()
+    server = Pages(deployment, start_server(deployment, KDT_GRADE_HTTP_WORKERS=1))
     alice, bob = server.add_user("alice"), server.add_user("bob")
     viewer = server.client()
     first = viewer.get("/")
