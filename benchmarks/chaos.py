@@ -1,4 +1,4 @@
-"""Chaos benchmark of the grading service (issue 11): N submissions while faults strike at random moments.
+"""Chaos benchmark of the grading service: N submissions while faults strike at random moments.
 
 Real services: a private Redis started here, PostgreSQL (a fresh schema of --postgres-url, default the
 test server), and our own TCP proxies (tests/faults.py) in front of both; `kdt-grade worker` processes

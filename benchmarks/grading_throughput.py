@@ -1,4 +1,4 @@
-"""Grading throughput of the service (issue 4): submissions per minute with 1 and with 2 worker processes.
+"""Grading throughput of the service: submissions per minute with 1 and with 2 worker processes.
 
 Grades N copies of an example submission (a random comment makes each copy's sha256 differ) through the
 real path: `Service.submit` -> Redis -> a Celery worker started with `kdt-grade worker --concurrency W`
@@ -7,13 +7,21 @@ graded in full (audit, sandboxed compile, ten test points). Prints one line per 
 speed-up, and checks that every copy got the same total.
 
 `--embedded` measures the embedded mode instead (no broker: the test points of one submission at a time
-over a local process pool of W processes).
+over a local process pool of W processes). `--cold` also runs each worker count with
+`KDT_GRADE_COMPILE_WARM=0` (every compile a fresh interpreter), alternating with the warm default, so the
+two are compared in one run.
+
+Per run it also prints the latency from a submission's submit to its final total (p50, p99) and the share of
+the worker's CPU time (all its processes, `RUSAGE_CHILDREN` once it has exited) that was not test-point
+simulation (the sum of the points' judge wall seconds, single-threaded).
 
 Run: `.venv/bin/python benchmarks/grading_throughput.py [-n 4] [--file F] [--workers 1 2]`
 (needs Redis at --redis-url, default redis://127.0.0.1:6379/14, which it flushes).
 """
 import argparse
 import os
+import resource
+import statistics
 import secrets
 import signal
 import subprocess
@@ -62,14 +70,29 @@ def stop_worker(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def run(files: list[bytes], workers: int, args, tmp: Path) -> tuple[float, list]:
-    data_dir = tmp / f"workers-{workers}"
+def wait_all(service, ids: list, t0: float) -> tuple[list, list]:
+    """Poll until every submission is final; ``(states, seconds from t0 to each one's final total)``."""
+    states, latency = {}, {}
+    while len(states) < len(ids):
+        for i in ids:
+            if i not in states:
+                state = service.status(i)
+                if state["status"] in ("done", "failed"):
+                    states[i], latency[i] = state, time.perf_counter() - t0
+        time.sleep(0.2)
+    return [states[i] for i in ids], [latency[i] for i in ids]
+
+
+def run(files: list[bytes], workers: int, args, tmp: Path, warm: bool = True) -> dict:
+    data_dir = tmp / f"workers-{workers}-{'warm' if warm else 'cold'}"
     database_url = args.database_url or f"sqlite:///{data_dir / 'kdt-grade.sqlite3'}"
     broker_url = None if args.embedded else args.redis_url
     settings = load_settings(data_dir=data_dir, database_url=database_url, broker_url=broker_url, workers=workers)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KDT_GRADE_")}
     env.update(KDT_GRADE_DATA_DIR=str(data_dir), KDT_GRADE_DATABASE_URL=database_url,
-               KDT_GRADE_WORKERS=str(workers))
+               KDT_GRADE_WORKERS=str(workers), KDT_GRADE_COMPILE_WARM="1" if warm else "0")
+    if args.embedded:
+        settings = load_settings(data_dir=data_dir, database_url=database_url, workers=workers, compile_warm=warm)
     data_dir.mkdir(parents=True)
     with Service(settings) as service:
         service.init_db()
@@ -79,17 +102,32 @@ def run(files: list[bytes], workers: int, args, tmp: Path) -> tuple[float, list]
 
             redis.Redis.from_url(args.redis_url).flushdb()
             env["KDT_GRADE_BROKER_URL"] = args.redis_url
-            proc = start_worker(env, workers, tmp / f"worker-{workers}.log")
+            proc = start_worker(env, workers, tmp / f"worker-{workers}-{warm}.log")
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             t0 = time.perf_counter()
             ids = [service.submit(data, f"copy{i}.py", f"bench{i}") for i, data in enumerate(files)]
-            states = [service.wait(i, timeout=3600, poll=0.2) for i in ids]
+            states, latency = wait_all(service, ids, t0)
             elapsed = time.perf_counter() - t0
         finally:
             if proc is not None:
                 stop_worker(proc)
                 redis.Redis.from_url(args.redis_url).flushdb()
-    return elapsed, [s["total"] for s in states]
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    worker_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    simulated = sum(p["wall_seconds"] or 0.0 for s in states for p in s["points"])
+    return {"elapsed": elapsed, "totals": [s["total"] for s in states], "latency": sorted(latency),
+            "worker_cpu": worker_cpu if proc is not None else None, "simulated": simulated}
+
+
+def report(label: str, n: int, r: dict) -> None:
+    lat = r["latency"]
+    p99 = lat[min(len(lat) - 1, round(0.99 * (len(lat) - 1)))]
+    cpu = r["worker_cpu"]
+    share = f"{100 * (1 - r['simulated'] / cpu):.0f}% of the worker's {cpu:.1f} CPU s" if cpu else "n/a (embedded)"
+    print(f"{label}: {r['elapsed']:6.1f} s for {n} submissions = {60 * n / r['elapsed']:5.2f} submissions/min "
+          f"({600 * n / r['elapsed']:5.1f} test points/min), total {r['totals'][0]:.1f} each; latency p50 "
+          f"{statistics.median(lat):.1f} s, p99 {p99:.1f} s; not test-point work: {share}")
 
 
 def main() -> None:
@@ -101,6 +139,7 @@ def main() -> None:
                                                               "redis://127.0.0.1:6379/14"))
     parser.add_argument("--database-url", help="default: a new SQLite file per run")
     parser.add_argument("--embedded", action="store_true", help="no broker: the embedded process pool")
+    parser.add_argument("--cold", action="store_true", help="also run with cold compiles (KDT_GRADE_COMPILE_WARM=0)")
     args = parser.parse_args()
 
     files = copies(args.file, args.n)
@@ -109,18 +148,25 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f}")
     results = {}
     with tempfile.TemporaryDirectory(prefix="kdt-grade-bench-") as tmp:
+        totals_seen = set()
         for w in args.workers:
-            elapsed, totals = run(files, w, args, Path(tmp))
-            if len(set(totals)) != 1:
-                raise SystemExit(f"copies got different totals: {totals}")
-            results[w] = elapsed
-            print(f"{w} worker process{'es' if w > 1 else ''}: {elapsed:6.1f} s for {args.n} submissions = "
-                  f"{60 * args.n / elapsed:5.2f} submissions/min ({600 * args.n / elapsed:5.1f} test points/min), "
-                  f"total {totals[0]:.1f} each")
-    base = min(results)
-    for w in sorted(results):
+            for warm in ((False, True) if args.cold else (True,)):
+                r = run(files, w, args, Path(tmp), warm)
+                totals_seen |= set(r["totals"])
+                if len(totals_seen) != 1:
+                    raise SystemExit(f"copies got different totals: {sorted(totals_seen)}")
+                results[w, warm] = r["elapsed"]
+                report(f"{w} worker process{'es' if w > 1 else ''}, {'warm' if warm else 'cold'} compiles",
+                       args.n, r)
+    warm_runs = {w: e for (w, warm), e in results.items() if warm}
+    base = min(warm_runs)
+    for w in sorted(warm_runs):
         if w != base:
-            print(f"speed-up {base} -> {w} worker processes: {results[base] / results[w]:.2f}x")
+            print(f"speed-up {base} -> {w} worker processes (warm): {warm_runs[base] / warm_runs[w]:.2f}x")
+    for w in sorted(warm_runs):
+        if (w, False) in results:
+            print(f"{w} worker process(es): warm compiles grade {results[w, False] / results[w, True]:.2f}x "
+                  "the submissions per minute of cold ones")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Where the time of judging one submission goes (issue 14), per test point, against a measured floor.
+"""Where the time of judging one submission goes, per test point, against a measured floor.
 
 Per test point of the chosen files (default ``submissions/examples/optimized.py`` and ``baseline.py``):
 
@@ -44,6 +44,7 @@ from judger.grading import compile_point, judge_compiled, kernel_for_task, load_
 from judger.judger import run as judge_file  # noqa: E402
 from judger.tasks import COS_DIFF_TOL, TRIALS, all_points  # noqa: E402
 from kdt.ir.ops import OPS  # noqa: E402
+from kdt.simulator import host as sim_host  # noqa: E402
 from kdt.simulator import launch as sim_launch  # noqa: E402
 from kdt.simulator.exprs import compile_expr  # noqa: E402
 from kdt.simulator.memory import new_storage  # noqa: E402
@@ -104,14 +105,14 @@ class _Recorder(ProgramBuilder):
 def record_launch(compiled, io, spec) -> list:
     """The executed tile instructions of one launch of ``compiled`` on ``io`` (outputs written)."""
     kernel = compiled.ir
-    arrays, _ = sim_launch._io_arrays(kernel, io)
+    arrays, _ = sim_host.io_arrays(kernel, io)
     storages = [new_storage(st, arrays.get(st.id)) for st in kernel.storages]
     state = JobState(time.monotonic() + 600)
     builder = _Recorder(kernel, storages, spec, state, lambda: open(os.devnull, "w"))
     builder.records = []
     body = builder.build()
     with np.errstate(all="ignore"):
-        sim_launch._run_jobs(kernel, body, state, None)
+        sim_launch._run_jobs(kernel, body, state, None, storages)
     return builder.records
 
 
@@ -175,7 +176,7 @@ def replay(steps) -> None:
 
 def trial_data(task, point) -> list:
     """The three trials' ``(io_tensors, reference)`` as ``judge_compiled`` obtains them."""
-    if hasattr(grading, "point_trials"):  # issue 14: cached test-point data, fresh copies per trial
+    if hasattr(grading, "point_trials"):  # cached test-point data, fresh copies per trial
         return list(grading.point_trials(task, point))
     return [(io, task.expected(io)) for io in grading.trial_inputs(task, point)]
 
@@ -191,9 +192,9 @@ def launch_all(compiled, task, trials) -> int:
 
 
 def launch_trial(compiled, io, spec, trial, recording):
-    if recording is not None:  # issue 14: trial 1 records, trials 2 and 3 replay it
+    if recording is not None:  # trial 1 records, trials 2 and 3 replay it
         return grading.launch_trial(compiled, io, spec, trial, recording=recording)
-    if hasattr(grading, "launch_trial"):  # issue 14: timing in one trial only
+    if hasattr(grading, "launch_trial"):  # timing in one trial only
         return grading.launch_trial(compiled, io, spec, trial)
     return kdt.launch_kernel(compiled, io, spec)
 

@@ -1,6 +1,9 @@
-"""What the sandbox costs per submission (issue 5): the service's compile step (static audit + one sandboxed
+"""What the sandbox costs per submission: the service's compile step (static audit + one sandboxed
 child compiling all ten test points) against compiling the same points in this process, as the trusting
-local judger does. Prints seconds per submission and the difference.
+local judger does; the sandboxed child both warm (forked from the judge process's template, which has
+imported numpy, torch, kdt and the judger: the default) and cold (a fresh interpreter importing them:
+``KDT_GRADE_COMPILE_WARM=0``), one after the other in one run. Prints seconds per submission (best of N), the
+difference, and the CPU seconds the child's run used (its cgroup, where contained).
 
 Run: ``.venv/bin/python benchmarks/sandbox_overhead.py [FILE] [--repeat N]``
 """
@@ -8,7 +11,8 @@ import argparse
 from pathlib import Path
 
 from grader.config import load_settings
-from grader.pipeline import ALL_POINTS, prepare
+from grader.judging.compile import compile_submission
+from grader.judging.pipeline import ALL_POINTS, prepare
 from judger.grading import compile_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
 from timing import best_time
@@ -31,13 +35,18 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     path = Path(args.file)
-    settings = load_settings()
     in_process(path)  # warm the imports, as a long-running worker has them
     local = best_time(lambda: in_process(path), args.repeat)
-    sandboxed = best_time(lambda: prepare(path.read_bytes(), ALL_POINTS, settings), args.repeat)
-    print(f"{path.name}: compile 10 test points in-process {local:.2f} s; audit + sandboxed child "
-          f"{sandboxed:.2f} s; sandbox overhead {sandboxed - local:.2f} s per submission "
-          f"({sandboxed / local:.1f}x)")
+    print(f"{path.name}: compile 10 test points in-process {local:.2f} s")
+    source = path.read_bytes()
+    prepare(source, ALL_POINTS, load_settings())  # the warm template starts (once per judge process)
+    for mode, warm in (("warm", True), ("cold", False)):
+        settings = load_settings(compile_warm=warm)
+        sandboxed = best_time(lambda: prepare(source, ALL_POINTS, settings), args.repeat)
+        cpu = compile_submission(source, ALL_POINTS, settings.sandbox_limits).run.cpu_seconds
+        print(f"  {mode}: audit + sandboxed child {sandboxed:.2f} s (child CPU "
+              f"{'n/a' if cpu is None else f'{cpu:.2f} s'}); sandbox overhead {sandboxed - local:.2f} s per "
+              f"submission ({sandboxed / local:.1f}x)")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The scoreboard page with 300 contestants (issue 12): how long the server takes to render ``/``, and how
+"""The scoreboard page with 300 contestants: how long the server takes to render ``/``, and how
 much each live update sends.
 
 Builds a fresh SQLite contest (300 accounts, 3 scored submissions each), starts ``kdt-grade serve`` on a
@@ -30,7 +30,7 @@ from sqlalchemy import update
 
 import db
 from db.submissions import Submission
-from grader import accounts
+from grader.service import accounts
 from grader.config import load_settings
 from grader.service import Service
 

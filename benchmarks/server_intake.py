@@ -1,4 +1,4 @@
-"""Intake latency of the contest server (issue 10) while its pool grades: N concurrent clients submit once.
+"""Intake latency of the contest server while its pool grades: N concurrent clients submit once.
 
 Starts a real `kdt-grade serve` (embedded mode: the server's own process pool grades; or `--broker-url`
 with one `kdt-grade worker`), makes N+1 accounts, submits `--background` copies of the file first so the
@@ -31,7 +31,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader import accounts  # noqa: E402
+from grader.service import accounts  # noqa: E402
 from grader.config import load_settings  # noqa: E402
 from grader.service import Service  # noqa: E402
 
@@ -204,7 +204,7 @@ def main() -> None:
                       f"{client_cpu / args.n * 1000:.1f} ms; the {args.n} uploads' CPU spread over {cores} cores "
                       f"takes at least {(http_cpu + client_cpu) / cores * 1000:.0f} ms, a floor for the last "
                       f"upload's latency")
-                print(f"goal (issue 10): p99 under 200 ms while the pool grades: "
+                print(f"goal: p99 under 200 ms while the pool grades: "
                       f"{'met' if cuts[98] < 200 else 'not met'} on this machine")
 
                 t1 = time.perf_counter()

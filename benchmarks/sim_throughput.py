@@ -1,16 +1,19 @@
-"""Simulator throughput (issue 2): simulated instructions per second.
+"""Simulator throughput: simulated instructions per second.
 
 (a) instruction-bound: 1024 jobs on 4 SMs, each job 2 loads of 64 floats, 8 x (add, mul) on 64-element
     tiles, 1 store (plus the 3 fills of its allocations);
 (b) the conformance flash-attention kernel (c19) scaled to S_qo=2048, S_kv=4096, D=128 on 8 SMs,
     compared with the bare numpy work of the same instructions (the floor for any simulator).
 
-Prints one line per figure. ``--quick`` runs smaller versions (for the README's smoke command).
-Run: ``.venv/bin/python benchmarks/sim_throughput.py [--quick] [--repeat N]``
+Prints one line per figure. ``--quick`` runs smaller versions (for the README's smoke command); ``--cpu``
+times in CPU seconds of this process instead of the wall clock and ``--bytecodes`` also counts the Python
+bytecodes one launch executes (deterministic: for before/after comparisons on a shared machine).
+Run: ``.venv/bin/python benchmarks/sim_throughput.py [--quick] [--repeat N] [--cpu] [--bytecodes]``
 """
 import argparse
 import importlib.util
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +21,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 import kdt
-from timing import best_time
+from timing import best_time, bytecodes
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KDT_SHARED_DIR", ROOT.parent / "shared"))
@@ -44,17 +47,25 @@ def count_instructions(compiled, io, spec) -> int:
     return sum(len(t) for t in prof.traces.values())
 
 
-def bench_instruction_bound(jobs: int, repeat: int):
+def bench_instruction_bound(jobs: int, repeat: int, clock=time.perf_counter, with_bytecodes=False):
     n = jobs * 64
     io = {"a": torch.randn(n), "b": torch.randn(n), "c": torch.zeros(n)}
     compiled = add_mul_kernel.compile({"N": n}, io)
     spec = kdt.TPUSpec(num_sms=4, load_store_latency=50)
     count = count_instructions(compiled, io, spec)
     cycles = kdt.launch_kernel(compiled, io, spec)
-    seconds = best_time(lambda: kdt.launch_kernel(compiled, io, spec), repeat)
+    seconds = best_time(lambda: kdt.launch_kernel(compiled, io, spec), repeat, clock)
     print(f"(a) instruction-bound: {jobs} jobs on 4 SMs, {count} instructions, {cycles} cycles: "
-          f"{seconds * 1e3:.1f} ms, {count / seconds:,.0f} instructions/s")
+          f"{seconds * 1e3:.1f} ms, {count / seconds:,.0f} instructions/s"
+          + _bytecodes(compiled, io, spec, with_bytecodes))
     return count / seconds
+
+
+def _bytecodes(compiled, io, spec, wanted: bool) -> str:
+    """``; N Python bytecodes per launch`` (``timing.bytecodes``) when ``wanted``, else nothing."""
+    if not wanted:
+        return ""
+    return f"; {bytecodes(lambda: kdt.launch_kernel(compiled, io, spec)):,} Python bytecodes per launch"
 
 
 def load_flash_attention():
@@ -92,7 +103,7 @@ def numpy_floor(s_qo: int, s_kv: int, d: int) -> None:
         o[j * 128:(j + 1) * 128] = acc / l[:, None]
 
 
-def bench_flash_attention(s_qo: int, s_kv: int, d: int, repeat: int):
+def bench_flash_attention(s_qo: int, s_kv: int, d: int, repeat: int, clock=time.perf_counter, with_bytecodes=False):
     kernel = load_flash_attention()
     gen = torch.Generator().manual_seed(0)
     io = {"Q": (torch.randn(s_qo, d, generator=gen) / 10).clamp(-1, 1),
@@ -104,12 +115,12 @@ def bench_flash_attention(s_qo: int, s_kv: int, d: int, repeat: int):
     cycles = kdt.launch_kernel(compiled, io, spec)
     ref = torch.softmax(io["Q"] @ io["K"].T, dim=-1) @ io["V"]
     assert kdt.utils.check_is_allclose("O", io["O"], ref, 1e-5, 2e-3), "flash attention output is wrong"
-    seconds = best_time(lambda: kdt.launch_kernel(compiled, io, spec), repeat)
+    seconds = best_time(lambda: kdt.launch_kernel(compiled, io, spec), repeat, clock)
     with threadpool_limits(1, user_api="blas"):  # the simulator runs BLAS single-threaded too
-        floor = best_time(lambda: numpy_floor(s_qo, s_kv, d), repeat)
+        floor = best_time(lambda: numpy_floor(s_qo, s_kv, d), repeat, clock)
     print(f"(b) flash attention S_qo={s_qo} S_kv={s_kv} D={d} on 8 SMs: {count} instructions, {cycles} cycles: "
           f"{seconds * 1e3:.1f} ms, {count / seconds:,.0f} instructions/s; bare numpy work {floor * 1e3:.1f} ms, "
-          f"simulator / numpy = {seconds / floor:.2f}")
+          f"simulator / numpy = {seconds / floor:.2f}" + _bytecodes(compiled, io, spec, with_bytecodes))
     return seconds / floor
 
 
@@ -117,15 +128,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a few seconds in all)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure (best is printed)")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds of this process, not the wall clock")
+    parser.add_argument("--bytecodes", action="store_true", help="also count the Python bytecodes of one launch")
     args = parser.parse_args()
+    clock = time.process_time if args.cpu else time.perf_counter
     torch.manual_seed(0)
     np.random.seed(0)
     if args.quick:
-        bench_instruction_bound(128, 1)
-        bench_flash_attention(256, 512, 64, 1)
+        bench_instruction_bound(128, 1, clock, args.bytecodes)
+        bench_flash_attention(256, 512, 64, 1, clock, args.bytecodes)
     else:
-        bench_instruction_bound(1024, args.repeat)
-        bench_flash_attention(2048, 4096, 128, args.repeat)
+        bench_instruction_bound(1024, args.repeat, clock, args.bytecodes)
+        bench_flash_attention(2048, 4096, 128, args.repeat, clock, args.bytecodes)
 
 
 if __name__ == "__main__":

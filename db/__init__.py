@@ -5,7 +5,8 @@ Modules (one concept each): `base` (declarative base, naming convention, UTC tim
 to send, written in the transaction they follow from), `locks` (leases: one sweeper at a time),
 `traces` (each graded point's compressed trace, for the timeline pictures), `results` (per test point
 rows; `record_result`, `claim_attempt`), `status` (derived submission status), `totals`
-(`finalize_submission`), `pending` (sweeper query), `rejudge` (reset for a rejudge), `leaderboard`,
+(`finalize_submission`), `pending` (sweeper query), `queue` (what the fair scheduler chooses from),
+`rejudge` (reset for a rejudge), `leaderboard`, `messages` (clarifications, announcements, read marks),
 `session` (engines, `session_scope`), `migrate` (Alembic, programmatic), `models` (all metadata).
 
 The database URL is always passed in by the caller. The service's default is
@@ -20,12 +21,13 @@ from db.leaderboard import all_submissions, leaderboard
 from db.locks import acquire_lease, live_leases, release_lease
 from db.outbox import add_outbox, delete_outbox, list_outbox, note_outbox_failure, outbox_key, outbox_keys
 from db.pending import pending_points, running_points, unscored_complete
+from db.queue import ready_points, running_rows, spent_seconds, user_activity
 from db.rejudge import reset_submission, start_rejudge, submission_ids
 from db.results import VERDICTS, beat, claim_attempt, get_result, list_results, record_result
 from db.session import make_engine, make_session_factory, resolve_url, session_scope
 from db.status import SubmissionStatus, submission_status
 from db.submissions import create_submission, get_submission
-from db.totals import finalize_submission, mean_task_score
+from db.totals import finalize_submission
 from db.traces import delete_traces, get_trace, get_traces, store_trace, traced_points
 from db.users import get_or_create_user, get_user
 
@@ -63,10 +65,13 @@ __all__ = [
     "list_results",
     "make_engine",
     "make_session_factory",
-    "mean_task_score",
     "pending_points",
     "record_result",
+    "ready_points",
     "reset_submission",
+    "running_rows",
+    "spent_seconds",
+    "user_activity",
     "resolve_url",
     "session_scope",
     "store_compiled",

@@ -1,6 +1,6 @@
 """Accounts of the contest server: the account columns of `users` (display name, token hash, flags).
 
-The tokens themselves never reach this module: callers pass the token's SHA-256 (`grader.accounts`).
+The tokens themselves never reach this module: callers pass the token's SHA-256 (`grader.service.accounts`).
 
 Public API: `account_fields`, `create_account`, `get_account`, `find_by_token_hash`, `set_token_hash`,
 `set_disabled`, `list_accounts`. Every function takes an open session (the caller commits) and returns

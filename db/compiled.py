@@ -1,7 +1,7 @@
 """The CompiledPoint aggregate: a submission's *compiled point* per test point, between compile and judge.
 
 The grading service compiles a submission once, in a sandbox, for all its test points
-(`grader.pipeline.prepare`), and judges each point separately, possibly on another machine. What passes
+(`grader.judging.pipeline.prepare`), and judges each point separately, possibly on another machine. What passes
 between the two steps is plain data, a compiled point: `{"ir": <IR JSON>, "compile_s": ...}` or
 `{"verdict": "CE"|"SV"|"IE", "message": ..., "compile_s": ...}`. It is stored here as JSON text, one row
 per (submission, task, point); this module does not look inside it.

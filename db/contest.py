@@ -2,11 +2,13 @@
 
 One row (`id` = 1) of `contest_settings`: the name, the window (`starts_at`, `ends_at`), the scoreboard
 freeze (`freeze_at`, and `unfrozen` once an organiser has lifted it), and the per-user submission limits
-(`min_interval_seconds`, `max_per_hour`, `max_pending`). NULL means "no limit"; with no row at all every
+(`min_interval_seconds`, `max_per_hour`, `max_pending`), and how many clarification requests a user may
+make in any hour (`max_questions_per_hour`, migration 0008). NULL means "no limit"; with no row at all every
 value is NULL, which is the behaviour of a service without a contest.
 
 Also the per-user queries the limits need: `lock_user` (serialises one user's intakes), `recent_submissions`,
-`last_submission` and `pending_count`. What the rules *mean* is `grader.contest`'s; this module only stores and counts.
+`last_submission` and `pending_count`. What the rules *mean* is `grader.service.contest`'s; this module only
+stores and counts.
 
 Public API: `ContestSettings`, `FIELDS`, `get_contest`, `update_contest`, `lock_user`, `recent_submissions`,
 `last_submission`, `pending_count`.
@@ -38,6 +40,7 @@ class ContestSettings(Base):
         CheckConstraint("min_interval_seconds >= 0", name="min_interval_nonnegative"),
         CheckConstraint("max_per_hour >= 1", name="max_per_hour_positive"),
         CheckConstraint("max_pending >= 1", name="max_pending_positive"),
+        CheckConstraint("max_questions_per_hour >= 1", name="max_questions_per_hour_positive"),
         CheckConstraint("ends_at > starts_at", name="window_order"),
     )
 
@@ -50,11 +53,12 @@ class ContestSettings(Base):
     min_interval_seconds: Mapped[float | None] = mapped_column(Float)
     max_per_hour: Mapped[int | None] = mapped_column(Integer)
     max_pending: Mapped[int | None] = mapped_column(Integer)
+    max_questions_per_hour: Mapped[int | None] = mapped_column(Integer)
     updated: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 FIELDS = ("name", "starts_at", "ends_at", "freeze_at", "unfrozen", "min_interval_seconds", "max_per_hour",
-          "max_pending")
+          "max_pending", "max_questions_per_hour")
 _DEFAULTS: dict[str, Any] = {field: None for field in FIELDS} | {"unfrozen": False, "updated": None}
 _TABLE = ContestSettings.__table__
 

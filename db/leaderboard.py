@@ -4,16 +4,17 @@ Ranking: higher `total` first; equal totals go to the earlier submission, by `id
 ids in insert order, whereas `created` is stamped by the inserting process before the insert and two
 intakes' clocks and commits may disagree.
 The same rule picks a user's best submission among their own. Only scored submissions (`total`
-not NULL) count.
+not NULL) count, and only contestants': organisers (`users.is_admin`) are not on the leaderboard unless
+asked for (`organisers=True`).
 
-Public API: `leaderboard(session, created_before=None) -> list[dict]`, `all_submissions(session, user_id=None) -> list[dict]`.
+Public API: `leaderboard(session, created_before=None, organisers=False) -> list[dict]`, `all_submissions(session, user_id=None) -> list[dict]`.
 """
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import false, func, select
 from sqlalchemy.orm import Session
 
 from db.status import status_expression
@@ -25,8 +26,10 @@ _SCORE_COLUMNS = (Submission.task1, Submission.task2, Submission.task3, Submissi
 _RANK_ORDER = (Submission.total.desc(), Submission.id.asc())
 
 
-def leaderboard(session: Session, created_before: datetime | None = None) -> list[dict[str, Any]]:
-    """Return one row per user who has a scored submission, best first.
+def leaderboard(session: Session, created_before: datetime | None = None,
+                organisers: bool = False) -> list[dict[str, Any]]:
+    """Return one row per contestant who has a scored submission, best first (with `organisers`, the
+    organisers' accounts too).
 
     Output: dicts `{"rank", "user_id", "user_name", "display_name", "submission_id", "created",
     "task1".."task4", "total"}`; `rank` counts from 1 and follows the ranking (tied totals get distinct
@@ -52,6 +55,8 @@ def leaderboard(session: Session, created_before: datetime | None = None) -> lis
         .where(ranked.c.user_rank == 1)
         .order_by(*_RANK_ORDER)
     )
+    if not organisers:
+        statement = statement.where(User.is_admin == false())
     rows = session.execute(statement).mappings()
     return [{"rank": rank, **row} for rank, row in enumerate(rows, start=1)]
 

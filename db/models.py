@@ -7,13 +7,15 @@ from db.base import Base
 from db.compiled import CompiledPoint
 from db.contest import ContestSettings
 from db.locks import Lease
+from db.messages import Announcement, Clarification, MessageMark
 from db.outbox import OutboxRow
 from db.results import TestPointResult
 from db.submissions import Submission
 from db.traces import PointTrace
 from db.users import User
+from db.web_sessions import WebSession
 
 metadata = Base.metadata
 
-__all__ = ["Base", "CompiledPoint", "ContestSettings", "Lease", "OutboxRow", "PointTrace", "Submission",
-           "TestPointResult", "User", "metadata"]
+__all__ = ["Announcement", "Base", "Clarification", "CompiledPoint", "ContestSettings", "Lease", "MessageMark", "OutboxRow", "PointTrace", "Submission",
+           "TestPointResult", "User", "WebSession", "metadata"]

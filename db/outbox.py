@@ -4,11 +4,11 @@ A row is the durable form of one Celery message: ``"compile N"`` (compile submis
 ``"judge N t.p"`` (judge test point t.p of submission N). Intake writes ``compile N`` in the same
 transaction as the submission; the compile step writes one ``judge`` row per test point in the same
 transaction as the compiled points; a rejudge writes ``compile N`` in the same transaction as its reset.
-A dispatcher (``grader.sweeper``) sends the rows and deletes each one after the broker took it; while
+The outbox sender (``grader.runtime.outbox``) sends the rows and deletes each one after the broker took it; while
 the broker is down the rows wait here, so nothing is lost between the database and the broker.
 
 ``key`` is unique: asking twice for the same message keeps one row (``INSERT ... ON CONFLICT DO
-NOTHING``). A message sent twice (a dispatcher died between send and delete) is harmless: every task is
+NOTHING``). A message sent twice (a sender died between send and delete) is harmless: every task is
 idempotent.
 
 Public API: `OutboxRow`, `outbox_key`, `add_outbox`, `list_outbox`, `delete_outbox`, `outbox_keys`,

@@ -7,7 +7,8 @@ them (`db.status`), and the old totals stay on the leaderboard until the new gen
 stored (`db.totals`), so a rejudge never makes a submission vanish, whatever happens to the broker.
 The caller writes the `compile` outbox row in the same transaction (`db.outbox`).
 
-`reset_submission` (older, kept for tools and tests) goes back to the state of a freshly accepted file:
+`reset_submission` (a full reset instead of a new generation, for tools and tests) goes back to the state of
+a freshly accepted file:
 
 A reset deletes the submission's result rows and compiled points and clears its stored scores, in the
 caller's transaction; the caller commits and only then enqueues the submission again. Its status

@@ -44,11 +44,10 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
 from db.dialects import upsert_insert
+from judger.verdicts import VERDICTS  # the one list of verdicts (judging.md); only AC scores above zero
 
 # ``claim_attempt(seen=...)``'s default: claim whatever the row is.
 _ANY_ROW: Any = object()
-# The verdicts of docs "judging.md"; only AC scores above zero.
-VERDICTS = ("AC", "WA", "CE", "RE", "TLE", "MLE", "SV", "IE")
 WORKER_MAX_LENGTH = 255
 _VERDICT_SQL_LIST = ", ".join(f"'{verdict}'" for verdict in VERDICTS)
 

@@ -18,10 +18,16 @@ SQLite, shared by several worker processes on one machine, is set up on every co
 - the writers queue before `BEGIN IMMEDIATE`: on a lock of the engine (threads of one process), then,
   for a database file, on an exclusive `flock` of the file `<database>-writer.lock` beside it (the
   processes of one machine: the server's HTTP processes, its grading process, workers). SQLite's own
-  busy handler polls with sleeps growing to 100 ms, so 50 threads waiting for the write lock took turns
-  only every few tens of milliseconds (a second for the last upload of 50); a lock hands over at once.
+  busy handler polls with sleeps growing to 100 ms, so many threads waiting for the write lock take turns
+  only every few tens of milliseconds; a lock hands over at once.
   A writer that waited `busy_timeout` for the queue goes on anyway and meets SQLite's own lock and
   timeout, as it would without the queue: never a hang.
+
+PostgreSQL: a read-only scope is a `REPEATABLE READ READ ONLY` transaction, so that all its statements
+read one snapshot (the default READ COMMITTED gives each statement its own: a status poll could read
+the submission row, then the derived status after a totals write had committed, and say `done` with
+every score null). A read-only transaction at that level never waits for a writer and never fails
+with a serialization error; writers keep READ COMMITTED and their row locks.
 
 PostgreSQL URLs without a driver (`postgresql://`) use psycopg 3 if installed, else psycopg2.
 (SQLAlchemy 2.1 would pick psycopg 3 only, and the project depends on psycopg2-binary.)
@@ -217,19 +223,29 @@ def make_session_factory(bind: Engine | str | URL) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
+def _read_only_options(factory: sessionmaker[Session]) -> dict[str, Any]:
+    """The execution options of a read-only scope's connection: the marker, and on PostgreSQL one
+    snapshot for the whole transaction (``REPEATABLE READ``, ``READ ONLY``; see the module doc)."""
+    engine = factory.kw.get("bind")
+    if isinstance(engine, Engine) and engine.dialect.name == "postgresql":
+        return {READ_ONLY: True, "isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+    return {READ_ONLY: True}
+
+
 @contextmanager
 def session_scope(factory: sessionmaker[Session], read_only: bool = False) -> Iterator[Session]:
     """Yield a new session; commit when the block ends normally, roll back and re-raise on an exception.
 
     The session is always closed. Enqueue background work only after the block has exited, so
     that a worker never looks for rows that are not committed yet. ``read_only``: the transaction only
-    reads (SQLite: deferred, never waits for a writer, writes refused; see the module doc).
+    reads, all of it from one snapshot (SQLite: deferred, never waits for a writer, writes refused;
+    PostgreSQL: REPEATABLE READ, READ ONLY; see the module doc).
     """
     with nullcontext() if read_only else _queued_writer(factory):
         session = factory()
         try:
             if read_only:
-                session.connection(execution_options={READ_ONLY: True})
+                session.connection(execution_options=_read_only_options(factory))
             yield session
             session.commit()
         except BaseException:

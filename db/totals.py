@@ -1,14 +1,14 @@
 """Per-task scores and the total of a submission, computed from its result rows and stored once.
 
-A task's score is the mean of its points' scores times `weight / 100`; the total is the sum over the
-tasks (see judging.md). The weights and point counts are the judger's and are passed in; the judger
-may also pass its own `task_score` function so that local and online totals share one formula.
+A task's score is `judger.scoring.task_score` (the mean of its points' scores times `weight / 100`, the
+one place the formula is written); the total is the sum over the tasks (see judging.md). The weights and
+point counts are the judger's and are passed in.
 
 Call `finalize_submission` in its own transaction *after* the transaction that recorded a result
 has committed (each worker does so after each point). The last worker to finish then sees every
 row; an earlier one finds the submission incomplete and leaves it alone.
 
-Public API: `finalize_submission`, `mean_task_score`.
+Public API: `finalize_submission`.
 """
 from __future__ import annotations
 
@@ -19,18 +19,9 @@ from sqlalchemy.orm import Session
 
 from db.results import TestPointResult
 from db.submissions import TASK_IDS, Submission
+from judger.scoring import task_score as contest_task_score
 
 TaskScore = Callable[[Sequence[float], float], float]
-
-
-def mean_task_score(point_scores: Sequence[float], weight: float) -> float:
-    """Return `mean(point_scores) * weight / 100` (judging.md, "Totals").
-
-    Raises `ValueError` for an empty sequence.
-    """
-    if not point_scores:
-        raise ValueError("a task needs at least one test point score")
-    return sum(point_scores) / len(point_scores) * weight / 100
 
 
 def _check_contest(weights: Mapping[int, float], points_per_task: Mapping[int, int]) -> None:
@@ -60,13 +51,13 @@ def finalize_submission(
     submission_id: int,
     weights: Mapping[int, float],
     points_per_task: Mapping[int, int],
-    task_score: TaskScore = mean_task_score,
+    task_score: TaskScore = contest_task_score,
 ) -> dict[str, float | None] | None:
     """Compute and store `task1..task4` and `total` if every test point has finished; idempotent.
 
     Inputs: an open session (the caller commits); the submission's id; the contest's
     `{task: weight}` and `{task: number of points}` (the same task ids, a subset of 1..4; points
-    are numbered from 0); optionally the judger's `task_score(point_scores, weight)`.
+    are numbered from 0); `task_score(point_scores, weight)` (the contest's by default).
     Output: `{"task1": ..., "task4": ..., "total": ...}` as stored (None for a task not given), or
     None, storing nothing, while a point of the submission's current generation (see `db.rejudge`) is
     missing or unfinished; the previous generation's totals stay stored until then. Rows for points outside

@@ -1,10 +1,10 @@
-"""The PointTrace aggregate: the compressed trace record of one graded test point (``grader.traces``).
+"""The PointTrace aggregate: the compressed trace record of one graded test point (``grader.judging.trace_record``).
 
 Written by the trusted judge step together with the point's result (``store_trace`` in the same
 transaction as ``db.results.record_result``), so the stored picture always belongs to the stored verdict:
 a result without a trace (``CE``, ``SV``, a launch that failed before any job ran) deletes the old one.
 Rows go with their submission (``ON DELETE CASCADE``); after a rejudge each point's new result replaces
-its trace (the pages show a trace only for a finished point). The blob is opaque here (at most ``grader.traces.MAX_BLOB_BYTES``).
+its trace (the pages show a trace only for a finished point). The blob is opaque here (at most ``grader.judging.trace_record.MAX_BLOB_BYTES``).
 
 Public API: ``PointTrace``, ``store_trace``, ``get_trace``, ``get_traces``, ``traced_points``, ``delete_traces``.
 """

@@ -33,7 +33,7 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True)
     created: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     display_name: Mapped[str | None] = mapped_column(String(DISPLAY_NAME_MAX_LENGTH))
-    # Only the SHA-256 of the bearer token is stored (grader.accounts explains why that suffices).
+    # Only the SHA-256 of the bearer token is stored (grader.service.accounts explains why that suffices).
     token_hash: Mapped[str | None] = mapped_column(String(TOKEN_HASH_LENGTH), unique=True)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -1,6 +1,6 @@
 """Refusals: a request the service declines, with a code, a message a person can act on, and an HTTP status.
 
-Raised by ``grader.accounts`` (authentication), ``grader.contest`` (window and limits) and the server's
+Raised by ``grader.service.accounts`` (authentication), ``grader.service.contest`` (window and limits) and the server's
 routes; the server turns one into ``{"error": code, "message": message}`` with ``status`` (and
 ``Retry-After`` when ``retry_after`` is set), the CLI into a one-line error. A refusal is never a fault
 of the judge (those are ``grader.errors.ServiceUnavailable``, 503) and nothing is stored for one.
@@ -54,6 +54,7 @@ class TooLarge(Refusal):
 
 
 class TooMany(Refusal):
-    """429: a submission limit (minimum interval, per hour, pending); ``retry_after`` says when to retry."""
+    """429: a submission limit (minimum interval, per hour, pending) or the hourly question limit;
+    ``retry_after`` says when to retry."""
 
     status, code = 429, "rate_limited"

@@ -11,14 +11,30 @@
   ``grade_point`` (both), ``load_submission``/``kernel_for_task``, ``task_totals``/``summarize``;
 - ``judger/judger.py``: the handout-compatible local judger (``python judger/judger.py --help``).
 """
-from .grading import (CompileFailed, compile_failed_result, compile_point, grade_point, judge_compiled,
-                      kernel_for_task, launch_trial, limit_threads, load_submission, point_trials, seed_rngs,
-                      summarize, task_totals, trial_inputs)
-from .scoring import mxm_utilisation, point_score, task_score, total
-from .tasks import POINTS_PER_TASK, TASK_IDS, TASKS, WEIGHTS, Task, TestPoint, get_point, get_task
-from .verdicts import VERDICTS, PointResult, Verdict
+import importlib
 
-__all__ = ["CompileFailed", "POINTS_PER_TASK", "PointResult", "TASKS", "TASK_IDS", "Task", "TestPoint", "VERDICTS",
-           "Verdict", "WEIGHTS", "compile_failed_result", "compile_point", "get_point", "get_task", "grade_point",
-           "judge_compiled", "kernel_for_task", "launch_trial", "limit_threads", "load_submission", "mxm_utilisation",
-           "point_score", "point_trials", "seed_rngs", "summarize", "task_score", "task_totals", "total", "trial_inputs"]
+# Where each public name lives. They are imported on first use (PEP 562), so that the plain-data modules
+# (``judger.verdicts``, ``judger.scoring``) can be imported without torch (the database layer does).
+_NAMES = {
+    "grading": ("CompileFailed", "compile_failed_result", "compile_point", "grade_point", "judge_compiled",
+                "kernel_for_task", "launch_trial", "limit_threads", "load_submission", "point_trials",
+                "seed_rngs", "summarize", "task_totals", "trial_inputs"),
+    "scoring": ("mxm_utilisation", "point_score", "task_score", "total"),
+    "tasks": ("POINTS_PER_TASK", "TASK_IDS", "TASKS", "WEIGHTS", "Task", "TestPoint", "get_point", "get_task"),
+    "verdicts": ("VERDICTS", "PointResult", "Verdict"),
+}
+_MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'judger' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

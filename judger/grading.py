@@ -30,11 +30,13 @@ import traceback
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import numpy
 import torch
 
 import kdt
 from kdt.language.errors import CompilationError
 from kdt.language.errors import InternalError as FrontEndInternalError
+from kdt.language.kernel import KernelFunction
 from kdt.simulator.errors import LaunchError
 
 from . import scoring
@@ -45,15 +47,21 @@ from .verdicts import PointResult, Verdict
 
 _KDT_DIR = os.path.dirname(os.path.abspath(kdt.__file__))
 _JUDGER_DIR = os.path.dirname(os.path.abspath(__file__))
+_FRONT_END_DIR = os.path.realpath(os.path.dirname(os.path.abspath(kdt.language.__file__)))
+_TRUSTED_DIRS = tuple(os.path.realpath(d) + os.sep for d in (
+    _KDT_DIR, _JUDGER_DIR, os.path.dirname(os.__file__), os.path.dirname(torch.__file__),
+    os.path.dirname(numpy.__file__)))
 
 # Launch-time failures that are the kernel's fault (RE). TimeoutError is checked first (TLE); anything
 # else raised while simulating is a bug of the judge (IE).
 LAUNCH_ERRORS = (LaunchError, IndexError, RuntimeError, ValueError, TypeError, ArithmeticError)
+FRONT_END_FAULT = "internal error of the KDT compiler (not your fault): "  # an IE's message (``front_end_fault``)
 
 
 class CompileFailed(Exception):
     """No compiled kernel for this test point. ``message`` is for the contestant; ``verdict`` is ``CE``
-    (the submission's fault) or ``IE`` (a bug of the KDT front end, ``kdt.language.errors.InternalError``)."""
+    (the submission's fault) or ``IE`` (a bug of the KDT front end that the front end itself detected while
+    compiling a ``@kdt.kernel``: ``front_end_fault``)."""
 
     def __init__(self, message: str, verdict: Verdict = Verdict.CE):
         super().__init__(message)
@@ -134,15 +142,81 @@ def compile_point(kernel_obj, task: Task, point: TestPoint, *, source_path: str 
     io = testdata.first_trial_io(task, point)
     try:
         compiled = compile_fn(point.args(), io)
-    except FrontEndInternalError as exc:
-        raise CompileFailed(f"internal error of the KDT compiler (not your fault): {_describe(exc, source)}",
-                            Verdict.IE) from None
     except (Exception, SystemExit) as exc:
+        if front_end_fault(exc, compile_fn):
+            raise CompileFailed(FRONT_END_FAULT + _describe(exc, source), Verdict.IE) from None
         raise CompileFailed(_describe(exc, source)) from None
     if not isinstance(compiled, kdt.CompiledKernel):
         raise CompileFailed(f"get_kernel({task.id}).compile(task_args, io_tensors) returned "
                             f"{_type_name(compiled)}, not a compiled kernel (kdt.CompiledKernel)")
     return compiled
+
+
+def front_end_fault(exc: BaseException, compile_fn) -> bool:
+    """Whether ``exc``, raised by ``compile_fn``, is a bug of the KDT front end (``IE``) rather than the
+    submission's doing (``CE``). An error raised by the contestant's own code is theirs whatever its class,
+    ``kdt.language.errors.InternalError`` and its subclasses included. It is the front end's only when all
+    of these hold:
+
+    - ``compile_fn`` is ``KernelFunction.compile`` of a ``@kdt.kernel`` (not a contestant's ``.compile``,
+      not a subclass's);
+    - ``exc`` is exactly the front end's ``InternalError`` (the front end raises it for its own unexpected
+      exceptions, ``KernelBuilder.visit``) and was raised inside ``kdt/language``;
+    - no frame of ``exc`` or of the exceptions it chains (cause, context) lies outside the judge's code,
+      the standard library, torch and numpy: no submission code ran on the way (a ``num_jobs_calculator``,
+      an object's ``__index__``, a replaced front-end function);
+    - the ``kdt`` modules and their classes are as they were when the judger was imported (a submission
+      that replaces a front-end method with a builtin leaves no frame of its own: ``_kdt_unaltered``).
+    """
+    if type(exc) is not FrontEndInternalError or getattr(compile_fn, "__func__", None) is not KernelFunction.compile:
+        return False
+    if type(getattr(compile_fn, "__self__", None)) is not KernelFunction:
+        return False
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or not os.path.realpath(frames[-1].filename).startswith(_FRONT_END_DIR + os.sep):
+        return False
+    return all(_trusted_file(fr.filename) for e in _chain(exc) for fr in traceback.extract_tb(e.__traceback__)) \
+        and _kdt_unaltered()
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception it chains (``__cause__``, ``__context__``), each once."""
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        todo += [e.__cause__, e.__context__]
+
+
+def _trusted_file(filename: str) -> bool:
+    """Whether a traceback frame's file is the judge's (kdt, judger), the standard library's, torch's or numpy's."""
+    f = os.path.realpath(filename)
+    return f.startswith(_TRUSTED_DIRS) or filename.startswith("<frozen ")
+
+
+def _kdt_namespaces() -> dict:
+    """``{(module, class or '', name): object}`` over the loaded modules of the compile path (``kdt``,
+    ``kdt.language``, ``kdt.ir``) and the classes they define: the fingerprint ``_kdt_unaltered`` compares
+    (objects, not ids, so none is reused)."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "kdt" or name.startswith(("kdt.language", "kdt.ir"))):
+            continue
+        for attr, value in list(vars(module).items()):
+            found[(name, "", attr)] = value
+            if isinstance(value, type) and value.__module__ == name:
+                for cattr, cvalue in list(vars(value).items()):
+                    found[(name, value.__qualname__, cattr)] = cvalue
+    return found
+
+
+def _kdt_unaltered() -> bool:
+    """Whether every attribute of the compile path seen when the judger was imported is still the same object."""
+    now = _kdt_namespaces()
+    return all(now.get(key, _MISSING) is value for key, value in _PRISTINE_KDT.items())
 
 
 # ---- step 2: launch, compare, score (trusted) ------------------------------------------------------
@@ -408,3 +482,7 @@ def _describe(exc: BaseException, source: str | None) -> str:
     if isinstance(exc, SyntaxError):
         return f"{head}{_excerpt(filename, line, col)}"
     return f"{head} (line {line} of {os.path.basename(filename)}){_excerpt(filename, line)}"
+
+
+_MISSING = object()
+_PRISTINE_KDT = _kdt_namespaces()  # kdt as the judger found it, before any submission was imported

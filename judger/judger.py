@@ -1,12 +1,13 @@
 """The local judger, compatible with the contest handout (spec judging.md, "The local judger").
 
-    python judger/judger.py --kernel-impl-path FILE [--task N] [--print-ir] [--json] [--profile-path DIR]
+    python judger/judger.py --kernel-impl-path FILE [--task N] [--print-ir] [--json] [--profile-path DIR] [--explain]
+                            [--jobs N]
 
 Prints, per task, ``Running tests for Task N...``, one line per test point, ``Task N (name) score:
 X.X / W`` and finally ``Total score: X.X / 100.0``. ``--json`` prints one JSON document instead
 (``results``: PointResult dicts, ``tasks``, ``total``). ``--profile-path DIR`` writes, per test point,
 ``task{N}_point{P}.perfetto.json`` (open it in ui.perfetto.dev) and ``task{N}_point{P}.summary.json``;
-only jobs 0-7 are traced (the job -> SM placement is complete), so the summary's ``profile`` part
+only jobs 0-7 are traced (the job -> SM placement is complete; with ``--explain`` every job), so the summary's ``profile`` part
 (``kdt.Profile.summary()``: per-unit busy cycles and utilisation) counts those traced jobs only, while its
 ``mxm_utilisation`` is the judge's whole-kernel figure. The submission file is imported as it is
 (no sandbox): judge only files you trust.
@@ -23,14 +24,19 @@ if __name__ == "__main__":  # run as a script: sys.path[0] is this directory, wh
 
 import argparse
 import contextlib
+import io
 import json
+import multiprocessing
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import kdt
 from judger.grading import CompileFailed, compile_failed_result, grade_point, kernel_for_task, load_submission, \
     summarize
+from judger.testdata import limit_threads
+from judger.explain import explanation, format_explanation, profile_for_explain
 from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S
 from judger.verdicts import PointResult, Verdict
 
@@ -51,54 +57,113 @@ def format_point(result) -> list:
 
 
 def run(path, task_ids=TASK_IDS, *, print_ir=False, profile_dir=None, timeout=TIMEOUT_S, out=None,
-        kernel_out=None) -> list:
+        kernel_out=None, explanations: dict | None = None, jobs: int = 1) -> list:
     """Judge ``path`` on ``task_ids``; print the handout's lines to ``out`` (None: print nothing) and the
-    kernels' ``kdt.print`` output and ``--print-ir`` to ``kernel_out``. Returns the ``PointResult``s."""
+    kernels' ``kdt.print`` output and ``--print-ir`` to ``kernel_out``. Returns the ``PointResult``s.
+    With ``explanations`` (a dict), every job is traced and each point's ``judger.explain.explanation``
+    is stored there under ``"TASK.POINT"`` and printed under the point's line (``--explain``).
+    ``jobs`` > 1 judges the test points in that many processes forked after the imports (the same
+    output, in the same order); 1 judges them one after another in this process."""
     emit = (lambda s: print(s, file=out, flush=True)) if out is not None else (lambda s: None)
-    results = []
     try:
         module, load_error = load_submission(path), None
     except CompileFailed as failure:
         module, load_error = None, failure
     if profile_dir is not None:
         Path(profile_dir).mkdir(parents=True, exist_ok=True)
+    plan = []  # (task, point, kernel object, failure) in output order
     for task_id in task_ids:
-        task = TASKS[task_id]
-        emit(f"Running tests for Task {task_id}...")
-        failure = load_error
-        kernel_obj = None
+        failure, kernel_obj = load_error, None
         if failure is None:
             try:
                 kernel_obj = kernel_for_task(module, task_id, source_path=path)
             except CompileFailed as exc:
                 failure = exc
-        task_results = []
-        for point in task.points:
-            if failure is not None:
-                result = compile_failed_result(failure, task, point)
-            else:
-                profile = kdt.Profile(jobs=PROFILED_JOBS) if profile_dir is not None else None
-                on_compiled = None
-                if print_ir:
-                    def on_compiled(compiled, point=point):
-                        print(f"IR of task {task_id}, testcase {point.index}:", file=kernel_out)
-                        compiled.print_ir(file=kernel_out)
-                try:
-                    result = grade_point(kernel_obj, task, point, timeout=timeout, profile=profile,
-                                         print_file=kernel_out, source_path=path, on_compiled=on_compiled)
-                except MemoryError:
-                    result = PointResult(task_id, point.index, Verdict.MLE,
-                                         message="the judge ran out of memory while simulating this test point")
-                if profile is not None and profile.runs:
-                    _write_profile(Path(profile_dir), task, point, result, profile)
-            for line in format_point(result):
+        plan += [(TASKS[task_id], point, kernel_obj, failure) for point in TASKS[task_id].points]
+    options = dict(print_ir=print_ir, profile_dir=profile_dir, timeout=timeout, source_path=path,
+                   explain=explanations is not None)
+    results, task_results = [], []
+
+    def announce(i):
+        task, point = plan[i][0], plan[i][1]
+        if point is task.points[0]:
+            emit(f"Running tests for Task {task.id}...")
+    for i, (result, kernel_text, expl) in enumerate(_graded(plan, options, jobs, kernel_out, announce)):
+        task, point = plan[i][0], plan[i][1]
+        if kernel_text:
+            print(kernel_text, end="", file=kernel_out, flush=True)
+        for line in format_point(result):
+            emit(line)
+        if explanations is not None:
+            explanations[f"{task.id}.{point.index}"] = expl
+            for line in format_explanation(expl):
                 emit(line)
-            task_results.append(result)
-        results.extend(task_results)
-        score = summarize(task_results)["tasks"][task_id]["score"]
-        emit(f"Task {task_id} ({task.name}) score: {score:.1f} / {float(task.weight):.1f}")
+        task_results.append(result)
+        if point is task.points[-1]:
+            score = summarize(task_results)["tasks"][task.id]["score"]
+            emit(f"Task {task.id} ({task.name}) score: {score:.1f} / {float(task.weight):.1f}")
+            results += task_results
+            task_results = []
     emit(f"Total score: {summarize(results)['total']:.1f} / 100.0")
     return results
+
+
+def _graded(plan, options, jobs, kernel_out, announce):
+    """``(PointResult, kernel output text, explanation)`` per entry of ``plan``, in order, calling
+    ``announce(i)`` before each entry's output. One process: the kernels print straight to ``kernel_out``
+    (the text is empty). Several: forked workers judge the points and return what the kernels printed."""
+    if jobs <= 1 or sum(1 for *_, failure in plan if failure is None) <= 1:
+        for i, (task, point, kernel_obj, failure) in enumerate(plan):
+            announce(i)
+            result, expl = _grade_entry(task, point, kernel_obj, failure, options, kernel_out)
+            yield result, "", expl
+        return
+    _FORKED["plan"], _FORKED["options"] = plan, options
+    limit_threads()
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            for i, (text, result, expl) in enumerate(pool.map(_grade_forked, range(len(plan)))):
+                announce(i)
+                yield result, text, expl
+    finally:
+        _FORKED.clear()
+
+
+_FORKED: dict = {}  # what the forked workers judge (set before the pool forks them)
+
+
+def _grade_forked(i: int):
+    """In a forked worker: judge ``plan[i]``, capturing what the kernel prints."""
+    task, point, kernel_obj, failure = _FORKED["plan"][i]
+    limit_threads()  # before any torch call: an OpenMP pool the parent used does not survive the fork
+    buf = io.StringIO()
+    result, expl = _grade_entry(task, point, kernel_obj, failure, _FORKED["options"], buf)
+    return buf.getvalue(), result, expl
+
+
+def _grade_entry(task, point, kernel_obj, failure, options, kernel_out):
+    """``(PointResult, explanation or None)`` of one test point (``compile_failed_result`` when the file
+    or its kernel failed before it)."""
+    if failure is not None:
+        return compile_failed_result(failure, task, point), None
+    profile_dir = options["profile_dir"]
+    profile = kdt.Profile(jobs=PROFILED_JOBS) if profile_dir is not None else None
+    if options["explain"]:
+        profile = profile_for_explain()
+    on_compiled = None
+    if options["print_ir"]:
+        def on_compiled(compiled):
+            print(f"IR of task {task.id}, testcase {point.index}:", file=kernel_out)
+            compiled.print_ir(file=kernel_out)
+    try:
+        result = grade_point(kernel_obj, task, point, timeout=options["timeout"], profile=profile,
+                             print_file=kernel_out, source_path=options["source_path"], on_compiled=on_compiled)
+    except MemoryError:
+        result = PointResult(task.id, point.index, Verdict.MLE,
+                             message="the judge ran out of memory while simulating this test point")
+    if profile_dir is not None and profile.runs:
+        _write_profile(Path(profile_dir), task, point, result, profile)
+    return result, explanation(profile) if options["explain"] else None
 
 
 def _write_profile(directory: Path, task, point, result, profile) -> None:
@@ -126,26 +191,35 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print machine-readable results instead")
     parser.add_argument("--profile-path", metavar="DIR", help="write a Perfetto trace and a utilisation "
                                                                "summary per test point into DIR")
+    parser.add_argument("--explain", action="store_true", help="say under every test point why it takes its "
+                                                               "cycles: the bound, the critical path, stall reasons")
+    parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="judge the test points in N processes (default: the CPU count; the output is the "
+                             "same, in the same order; 1 judges them one after another)")
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not os.path.isfile(args.kernel_impl_path):
         parser.error(f"--kernel-impl-path: no such file: {args.kernel_impl_path}")  # exit status 2
     task_ids = (args.task,) if args.task is not None else TASK_IDS
+    explanations = {} if args.explain else None
     if args.json:
         stdout = sys.stdout
         with contextlib.redirect_stdout(sys.stderr):  # the submission's own prints must not break the JSON
             results = run(args.kernel_impl_path, task_ids, print_ir=args.print_ir, profile_dir=args.profile_path,
-                          timeout=args.timeout, out=None, kernel_out=sys.stderr)
+                          timeout=args.timeout, out=None, kernel_out=sys.stderr, explanations=explanations,
+                          jobs=args.jobs)
         summary = summarize(results)
         doc = {"submission": os.path.abspath(args.kernel_impl_path),
                "results": [r.to_dict() for r in results],
                "tasks": {str(t): v for t, v in summary["tasks"].items()},
                "total": summary["total"], "max_total": 100.0}
+        if explanations is not None:
+            doc["explain"] = explanations
         json.dump(doc, stdout, indent=2)
         print(file=stdout)
     else:
         run(args.kernel_impl_path, task_ids, print_ir=args.print_ir, profile_dir=args.profile_path,
-            timeout=args.timeout, out=sys.stdout, kernel_out=sys.stdout)
+            timeout=args.timeout, out=sys.stdout, kernel_out=sys.stdout, explanations=explanations, jobs=args.jobs)
     return 0
 
 

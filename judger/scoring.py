@@ -30,7 +30,8 @@ def point_score(cycles: int, threshold: int) -> float:
 def task_score(point_scores: Sequence[float], weight: float) -> float:
     """A task's score: the mean of its test points' scores times ``weight / 100``.
 
-    Same signature and result as ``db.totals.mean_task_score``; raises ``ValueError`` when empty.
+    The database layer stores exactly this (``db.totals.finalize_submission``); raises ``ValueError`` when
+    empty.
     """
     if not point_scores:
         raise ValueError("a task needs at least one test point score")
@@ -48,3 +49,23 @@ def mxm_utilisation(work: int, cycles: int, num_sms: int) -> float:
     if cycles < 1:
         raise ValueError(f"cycles must be positive, got {cycles!r}")
     return (work / cycles) / (MXM_PEAK_PER_SM * num_sms)
+
+
+def cycles_for_score(score: float, threshold: int) -> int | None:
+    """The most cycles at which a correct point still scores at least ``score`` under ``threshold`` (the
+    inverse of ``point_score``, exact for its floats): ``threshold`` for 100, None for 10 or less (every
+    correct point scores more than 10). Raises ``ValueError`` for a score above 100 or a bad threshold."""
+    if type(threshold) is not int or threshold < 1:
+        raise ValueError(f"threshold must be a positive int, got {threshold!r}")
+    if not score <= 100:
+        raise ValueError(f"a point scores at most 100, got {score!r}")
+    if score <= 10:
+        return None
+    if score == 100:
+        return threshold
+    cycles = int(threshold * (90 / (score - 10)) ** 0.25)
+    while point_score(cycles + 1, threshold) >= score:
+        cycles += 1
+    while point_score(cycles, threshold) < score:
+        cycles -= 1
+    return cycles

@@ -5,20 +5,21 @@ Input generators take the test point's ``task_args`` and draw from the *global* 
 the spec's order; ``judger.grading`` seeds that RNG at the start of each test point. References are
 computed from the generated inputs (before the launch, so a kernel that writes into its inputs cannot
 move the reference).
+
+torch and kdt are imported where they are used (the generators, references and ``tpu_spec``), not at the
+top: the contest server's HTTP processes, the CLI and the leaderboard read the tasks as data (names,
+weights, points, thresholds), and importing torch costs them seconds each.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import torch
-
-import kdt
-
 KiB = 1024
 
 
 def _randn(*shape) -> torch.Tensor:
+    import torch
     return torch.randn(*shape, dtype=torch.float32)
 
 
@@ -65,6 +66,7 @@ class Task:
     work: Callable | None = field(default=None, compare=False, repr=False)
 
     def tpu_spec(self) -> kdt.TPUSpec:
+        import kdt
         return kdt.TPUSpec(**self.tpu)
 
     @property
@@ -89,6 +91,7 @@ class Task:
 # ---- task 1: vector add ---------------------------------------------------------------------------
 
 def _gen_vadd(a):
+    import torch
     n = a["N"]
     x = _randn(n)
     y = _randn(n)
@@ -102,6 +105,7 @@ def _ref_vadd(io):
 # ---- task 2: matmul --------------------------------------------------------------------------------
 
 def _gen_matmul(a):
+    import torch
     m, n, k = a["M"], a["N"], a["K"]
     A = _clip(_randn(m, k) / 10)
     B = _clip(_randn(k, n) / 10)
@@ -122,6 +126,7 @@ SCALE_BLOCK = 64
 
 
 def _gen_scaled(a):
+    import torch
     m, n, k = a["M"], a["N"], a["K"]
     Ab = _clip(_randn(m, k) / 10)
     As = _clip(_randn(m, k // SCALE_BLOCK) / 10)
@@ -138,6 +143,7 @@ def _ref_scaled(io):
 # ---- task 4: flash attention -----------------------------------------------------------------------
 
 def _gen_attention(a):
+    import torch
     s_qo, s_kv, d = a["S_qo"], a["S_kv"], a["D"]
     Q = _clip(_randn(s_qo, d) / 10)
     K = _clip(_randn(s_kv, d) / 10)
@@ -147,6 +153,7 @@ def _gen_attention(a):
 
 
 def _ref_attention(io):
+    import torch
     return torch.softmax(io["Q"] @ io["K"].T, dim=-1) @ io["V"]
 
 

@@ -1,4 +1,4 @@
-"""A test point's data, computed once (issue 14; spec judging.md "One test point").
+"""A test point's data, computed once (spec judging.md "One test point").
 
 The three trials of a test point draw their inputs from the global torch RNG seeded at the start of the
 point, so the inputs and the references computed from them are the same for every submission. They are

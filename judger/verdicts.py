@@ -21,7 +21,7 @@ class Verdict(enum.StrEnum):
     TLE = "TLE"  # the simulation passed its wall-clock limit
     MLE = "MLE"  # memory limit of the grading process (set by the grading service)
     SV = "SV"    # security violation: the audit or the sandbox stopped it (set by the grading service)
-    IE = "IE"    # internal error of the judge; never the submission's fault, always retried
+    IE = "IE"    # internal error of the judge, detected by the judge; never the submission's fault
 
     @property
     def description(self) -> str:

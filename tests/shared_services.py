@@ -3,13 +3,13 @@
 otherwise), a fresh PostgreSQL schema and an empty, locked Redis database per test."""
 from __future__ import annotations
 
-import fcntl
 import functools
 import os
-import re
+import socket
+import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pytest
 from sqlalchemy import text
@@ -19,6 +19,11 @@ from db.session import make_engine
 
 POSTGRES_URL = os.environ.get("KDT_GRADE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("KDT_GRADE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# Without KDT_GRADE_TEST_REDIS_URL the tests take any free one of these databases of the local Redis (so
+# that tests of several xdist workers, or of several pytest runs, use Redis at the same time); with it, only
+# the database it names.
+REDIS_URLS = ((REDIS_URL,) if "KDT_GRADE_TEST_REDIS_URL" in os.environ
+              else tuple(f"redis://127.0.0.1:6379/{n}" for n in (*range(14, 7, -1), 15)))
 
 
 def require(problem: str | None) -> None:
@@ -62,21 +67,59 @@ def fresh_postgres_schema(prefix: str) -> Iterator[str]:
 
 
 @contextmanager
-def locked_redis(url: str = REDIS_URL) -> Iterator[str]:
-    """The Redis database at ``url``, empty, held under a machine-wide lock (concurrent pytest runs using
-    the same database wait), flushed again afterwards."""
+def machine_lock(name: str, timeout: float | None = None) -> Iterator[bool]:
+    """Hold the machine-wide lock ``name`` (an abstract Unix socket bound to it: no file is left anywhere,
+    and the kernel releases it when its process dies). ``timeout=0``: try once; yields whether it is held.
+    Blocks (polling) up to ``timeout`` seconds, or forever with None."""
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                lock.bind(b"\0kdt-grade-test:" + name.encode())
+                held = True
+                break
+            except OSError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    held = False
+                    break
+                time.sleep(0.1)
+        yield held
+    finally:
+        lock.close()
+
+
+@contextmanager
+def locked_redis(url: str | None = None) -> Iterator[str]:
+    """A Redis database, empty, held under a machine-wide lock (tests of concurrent xdist workers and
+    pytest runs each get another one of ``REDIS_URLS``, and wait when all are taken), flushed again
+    afterwards. ``url``: exactly that database."""
     import redis
 
-    client = redis.Redis.from_url(url, socket_connect_timeout=3)
+    urls = (url,) if url else REDIS_URLS
+    client = redis.Redis.from_url(urls[0], socket_connect_timeout=3)
     try:
         client.ping()
     except Exception as exc:  # any failure means "unavailable"; the reason is reported
-        require(f"Redis at {url} is unreachable: {exc}")
-    with open(f"/tmp/kdt-grade-test-{re.sub(r'[^A-Za-z0-9]+', '_', url)}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        require(f"Redis at {urls[0]} is unreachable: {exc}")
+    finally:
+        client.close()
+    with ExitStack() as stack:
+        while True:
+            chosen = next((u for u in urls if stack.enter_context(machine_lock(f"redis {u}", timeout=0))), None)
+            if chosen is not None:
+                break
+            stack.close()  # every database is taken: wait a moment and try them all again
+            time.sleep(0.5)
+        client = redis.Redis.from_url(chosen, socket_connect_timeout=3)
         client.flushdb()
         try:
-            yield url
+            yield chosen
         finally:
             client.flushdb()
             client.close()
+
+
+# The phase ("setup", "call", "teardown") in which a test failed, set by tests/conftest.py; for the steps
+# of a scenario (``service_testlib.Scenario``).
+FAILED_PHASE = pytest.StashKey[str]()

@@ -1,4 +1,4 @@
-"""A guard around a kombu bug that killed whole workers during a broker outage (issue 11).
+"""A guard around a kombu bug that killed whole workers during a broker outage.
 
 When the connection to Redis breaks, Celery's consumer closes the connection (``ignore_errors``:
 connection errors are expected there); closing the channel restores its unacknowledged messages and so

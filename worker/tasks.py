@@ -3,12 +3,13 @@
 - ``kdt.compile_submission(submission_id)``: audit and compile every test point once (sandboxed), store
   the compiled points and the outbox rows "judge N t.p" in one transaction, then send them, so a
   submission's ten points spread over all workers.
-- ``kdt.judge_point(submission_id, task, point)``: claim (attempt counter), judge with a heartbeat,
-  record the result and try the totals. A redelivered task whose point already has a verdict, or is
-  being judged elsewhere, does nothing.
+- ``kdt.judge_point(submission_id, task, point)``: a turn of this pool process: claim the fairest point
+  it can (``Service.judge_next``: round robin across users, ``grader.runtime.fair``), else the named point;
+  judge it with a heartbeat, record the result and try the totals. A turn that finds nothing to claim
+  (every point done or being judged elsewhere) does nothing.
 
 Both are idempotent, so a redelivery is harmless. The database or the broker being away is retried
-inside the service's steps (``grader.transient``); if it stays away longer than
+inside the service's steps (``grader.runtime.retries``); if it stays away longer than
 ``KDT_GRADE_TRANSIENT_RETRY_SECONDS`` the task goes back to the queue (``Reject(requeue=True)``)
 instead of being acknowledged as done.
 """
@@ -17,30 +18,13 @@ import os
 
 from celery.exceptions import Reject
 
-from grader.broker import COMPILE_TASK, JUDGE_TASK
-from grader.service import Service
-from grader.transient import is_transient
+from grader.runtime.broker import COMPILE_TASK, JUDGE_TASK
+from grader.runtime.retries import is_transient
 
-from .app import app, settings
+from .app import app
+from .process import service
 
 log = logging.getLogger(__name__)
-_service: Service | None = None
-
-
-def service() -> Service:
-    """This process's ``Service`` (created on first use, after the pool process was forked)."""
-    global _service
-    if _service is None:
-        _service = Service(settings)
-    return _service
-
-
-def reset_service() -> None:
-    """Forget a ``Service`` inherited from the parent process (its connections are the parent's)."""
-    global _service
-    if _service is not None:
-        _service.forget_connections()
-    _service = None
 
 
 def _give_back(exc: Exception, what: str):
@@ -63,7 +47,7 @@ def compile_submission(self, submission_id: int) -> None:
 @app.task(name=JUDGE_TASK, bind=True)
 def judge_point(self, submission_id: int, task: int, point: int) -> None:
     try:
-        service().judge_point(submission_id, task, point, worker=f"{self.request.hostname}:{os.getpid()}")
+        service().judge_next(worker=f"{self.request.hostname}:{os.getpid()}", fallback=(submission_id, task, point))
     except LookupError:
         log.warning("submission %s does not exist (deleted?): nothing to judge", submission_id)
     except Exception as exc:

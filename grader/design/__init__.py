@@ -1,5 +1,5 @@
-"""Kernel design contracts (issue 6: the R0 module-partition method of PyPTO-Gym, for KDT;
-issue 13: read and judged as PyPTO-Gym's own `module_interfaces.yaml`).
+"""Kernel design contracts (the R0 module-partition method of PyPTO-Gym, for KDT,
+read and judged as PyPTO-Gym's own `module_interfaces.yaml`).
 
 A design contract (`module_interfaces.yaml`) records how a kernel is split into modules by data
 dependency and by execution unit (MXM = "cube", VXM = "vector"). Modules:

@@ -1,4 +1,4 @@
-"""Contract vs kernel: `kdt-grade design check FILE --kernel SUBMISSION.py --task N` (issue 6).
+"""Contract vs kernel: `kdt-grade design check FILE --kernel SUBMISSION.py --task N`.
 
 `validate` and `verify` look at the contract and its golden only; `check` holds the contract against
 a real kernel. It

@@ -1,7 +1,7 @@
 """Design contracts (`module_interfaces.yaml`): loading, and validation as PyPTO-Gym judges it.
 
-Implements `kdt-grade design validate` (issue 6, made PyPTO-Gym compatible by issue 13). A
-contract is written in PyPTO-Gym's layout (`gen_module_interfaces.py` emits it):
+Implements `kdt-grade design validate`. A contract is written in PyPTO-Gym's layout
+(`gen_module_interfaces.py` emits it):
 
     schema_version: 1
     op: scaled_matmul

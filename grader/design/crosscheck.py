@@ -1,4 +1,4 @@
-"""The contract against its golden file and against a judged task (issue 13's extra checks).
+"""The contract against its golden file and against a judged task (our extra checks).
 
 Two warnings that `design validate` adds when it is given the files (`--golden`, `--task`), and
 that `design check` always applies to the task it checks (`task`):

@@ -1,4 +1,4 @@
-"""Our checks beyond PyPTO-Gym's rules 0-7 (issue 13): each is a named warning.
+"""Our checks beyond PyPTO-Gym's rules 0-7: each is a named warning.
 
 PyPTO-Gym's validator leaves these unchecked, so they never turn its PASS into our FAIL:
 `design validate` reports them beside the violations and fails on them only with `--strict`.

@@ -1,4 +1,4 @@
-"""Skeleton contract generator: `kdt-grade design gen GOLDEN.py --op NAME` (issues 6 and 13).
+"""Skeleton contract generator: `kdt-grade design gen GOLDEN.py --op NAME`.
 
 The skeleton is written in PyPTO-Gym's layout (what its `gen_module_interfaces.py` emits): the
 same keys in the same order (`schema_version, op, module_count, is_fusion, has_cross_core,
@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from grader.design.naming import golden_function_candidates, stage_function_name
-from grader.pyparse import parse
+from grader.judging.pyparse import parse
 
 __all__ = ["TODO", "SEEDS", "GenerateError", "Skeleton", "parse_golden", "read_golden_source",
            "golden_function", "positional_parameters", "generate_skeleton", "generate_from_file"]
@@ -197,7 +197,7 @@ def _module_count(functions: dict[str, ast.FunctionDef], op: str, modules: int |
 
 
 def generate_skeleton(source: str, op: str, modules: int | None = None) -> Skeleton:
-    """Build a skeleton contract from golden source text (issue 6, `design gen`).
+    """Build a skeleton contract from golden source text.
 
     Inputs: the golden file's text, the op name, optionally the number of modules.
     Output: a Skeleton. Raises GenerateError for an op that is not an identifier, a module count

@@ -1,4 +1,4 @@
-"""Naming conventions shared by `design gen` and `design verify` (issue 6, "The contract").
+"""Naming conventions shared by `design gen` and `design verify`.
 
 - Golden function: `<op>_golden_cpu`, or `<op>_golden` when there is no `_cpu` variant.
 - Stage functions are cumulative: the stage function of module k takes the primary inputs and

@@ -1,4 +1,4 @@
-"""Rules 0-7 of PyPTO-Gym's `validate_module_yaml.py`, judged as that validator does (issue 13).
+"""Rules 0-7 of PyPTO-Gym's `validate_module_yaml.py`, judged as that validator does.
 
 These rules alone decide PASS/FAIL of `kdt-grade design validate` (without `--strict`), so a
 contract written with PyPTO-Gym's tools passes here exactly when it passes there, and a failing

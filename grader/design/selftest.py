@@ -1,4 +1,4 @@
-"""Built-in cases for `kdt-grade design validate --self-test` (issues 6 and 13).
+"""Built-in cases for `kdt-grade design validate --self-test`.
 
 Every rule of PyPTO-Gym (rule0..rule7) has cases that must PASS and cases that must FAIL naming
 that rule, and every extra check has a case that must warn (PASS, and FAIL under `--strict`).

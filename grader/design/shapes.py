@@ -1,7 +1,7 @@
 """Shapes of design contracts: checked (rule5) and evaluated (verify) without `eval`.
 
-Implements rule5 of PyPTO-Gym's `validate_module_yaml.py` as issue 13 reads it ("PyPTO-Gym
-compatibility"). A shape comes in one of two spellings:
+Implements rule5 of PyPTO-Gym's `validate_module_yaml.py` as we read it
+(docs/design-contracts.md, "PyPTO-Gym compatibility"). A shape comes in one of two spellings:
 
 - PyPTO-Gym's own, a string: `shape: "[M, N // 64]"`. Its readings, where the documentation
   leaves a choice: the string must start with `[` and end with `]` (surrounding blanks ignored;
@@ -28,7 +28,7 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 
-from grader.pyparse import parse
+from grader.judging.pyparse import parse
 
 __all__ = ["MAX_EXPR_LEN", "ShapeExprError", "parse_shape", "format_shape", "parse_dim", "dim_names",
            "eval_dim", "eval_shape"]

@@ -1,4 +1,4 @@
-"""Composition verification: `kdt-grade design verify FILE --golden GOLDEN.py` (issue 6).
+"""Composition verification: `kdt-grade design verify FILE --golden GOLDEN.py`.
 
 The original R0 flow never executes `composition_verification`; this module does. For every
 seed in `seeds` and every entry of `shapes` (one case each):

@@ -1,15 +1,14 @@
-"""The contest server (``kdt-grade serve``): a FastAPI app over ``grader.service`` (architecture.md, "Rooms").
+"""The contest server's app (``kdt-grade serve``): FastAPI over ``grader.service``.
 
-One module per web concern, routes thin over ``Service`` and the rule modules:
+- ``app``: ``create_app(settings)``, the app and its lifetime; ``create_http_app``, the factory of each
+  HTTP process of ``kdt-grade serve`` (``grader.serve``);
+- ``api/``: the JSON API (``/api/v1``), one router per audience (``contestant``, ``public``, ``admin``)
+  and the documents' pydantic models (``schemas``);
+- ``pages/``: the HTML pages, one router per audience (``public``, ``contestant``, ``admin``, the API
+  reference), their view models (``render``), the scoreboard, the timeline picture, templates, static;
+- ``http/``: what the API and the pages share: authentication (``auth``), the cookie session and CSRF,
+  the upload reader and admission (``upload``, ``admission``), the HTTP limits (``limits``,
+  ``connections``) and the JSON error responses (``error_responses``).
 
-- ``app``: ``create_app(settings)``, the app and its lifetime (the ``Service``, the grading dispatcher);
-- ``auth``: the bearer-token dependencies ``current_account``, ``optional_account``, ``admin_account``;
-- ``errors``: every refusal and failure as JSON ``{"error", "message"}`` (and the OpenAPI error schema);
-- ``upload``: the submission upload, read with a size cap (413 while reading);
-- ``grading``: where accepted submissions go (this process's pool, or the Celery workers);
-- ``schemas``: the pydantic response models shown in ``/api/v1/openapi.json``;
-- ``api_contestant``, ``api_public``, ``api_admin``: one ``APIRouter`` per audience;
-- ``server``: running the app on uvicorn.
-
-Pages (HTML) are a separate audience and live in their own modules (``pages*``, templates, static).
+Routes are thin: everything they know of submissions, rules and accounts comes from the service layer.
 """

@@ -1,14 +1,18 @@
 """The ASGI app of ``kdt-grade serve``: ``create_app(settings, relay=None)``, and ``create_http_app()``,
-the factory each HTTP process of ``kdt-grade serve`` calls (``grader.web.server``).
+the factory each HTTP process of ``kdt-grade serve`` calls (``grader.serve.server``).
 
-``app.state`` carries ``settings``, ``service`` (one ``grader.service.Service`` for the process; its engine
-is thread-safe and every call opens its own transaction) and ``dispatcher`` (``grading.Dispatcher``).
-The lifespan creates or upgrades the schema (embedded mode, as ``submit`` does). Without ``relay`` (the
-app alone in one process) it also starts the dispatcher (and in broker mode the outbox dispatcher and
-sweeper loops) and closes them at shutdown; with ``relay`` (an HTTP process of ``serve``) the grading
-process next to it runs those, and accepted ids go there (``grading.Relay``). Routers, one per
-audience: ``api_contestant``, ``api_public``, ``api_admin`` (pages: ``pages_setup.install_pages``). The
-OpenAPI document is at ``/api/v1/openapi.json``, its reference page (``grader.web.api_docs``, no CDN) at ``/api/v1/docs``.
+``app.state`` carries ``settings`` and ``service`` (one ``grader.service.Service`` for the process; its
+engine is thread-safe and every call opens its own transaction), whose ``scheduler`` is the server's
+(``grader.service.scheduling.scheduler_for(..., server=True)``). The lifespan creates or upgrades the
+schema (embedded mode, as ``submit`` does). Without ``relay`` (the app alone in one process) the app
+grades too: its scheduler is the embedded ``Dispatcher`` (in broker mode the background loop runs the
+outbox and the sweeper); with ``relay`` (an HTTP process of ``serve``) the grading process next to it
+does, and accepted ids go there (``grader.runtime.relay``). Routers: ``api`` (one per audience:
+``contestant``, ``public``, ``admin``; ``messages``: one for contestants, one for organisers) and
+``pages`` (``pages.install.install_pages``). The OpenAPI
+document is at ``/api/v1/openapi.json``, its reference page (``pages.api_reference``, no CDN) at
+``/api/v1/docs``. Every request passes ``http.limits.BodyLimits`` (body size and time, before the app
+reads it); the page forms have ``http.limits.form_limits``.
 """
 from __future__ import annotations
 
@@ -19,15 +23,19 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from grader.config import Settings, load_settings
+from grader.runtime.relay import RELAY_ENV, announce_ready
 from grader.service import Service
+from grader.service.scheduling import scheduler_for
 from grader.version import grader_version
 
-from . import api_admin, api_contestant, api_public, intake
-from .errors import install_error_handlers
-from .grading import RELAY_ENV, Dispatcher
-from .pages_setup import install_pages
+from .api import admin as api_admin, contestant as api_contestant, messages as api_messages, public as api_public
+from .http import admission
+from .http.error_responses import install_error_handlers
+from .http.limits import BodyLimits, form_limits
+from .pages.install import install_pages, refusal_page
 
-API_ROUTERS = (api_contestant.router, api_public.router, api_admin.router)
+API_ROUTERS = (api_contestant.router, api_messages.router, api_public.router, api_admin.router,
+               api_messages.admin_router)
 
 
 def create_http_app() -> FastAPI:
@@ -44,17 +52,19 @@ def create_app(settings: Settings | None = None, relay: str | None = None) -> Fa
     grading process's socket (see the module docstring)."""
     settings = settings or load_settings()
     service = Service(settings)
-    dispatcher = Dispatcher(service, relay=relay)
+    service.scheduler = scheduler_for(service, relay=relay, server=True)
     grades_here = relay is None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         service.factory  # noqa: B018  (creates the engine, and in embedded mode the schema, before requests)
-        _app.state.intake_limiter, _app.state.uploads = intake.limiter(), intake.Uploads()
-        dispatcher.start()
-        # Broker mode: the outbox dispatcher and the automatic sweeper (grader.sweeper). Embedded mode:
-        # the dispatcher above is the only grader; it queues again at start what a previous process left,
-        # and a sweeper grading beside it would take submissions still waiting in its queue.
+        _app.state.intake_limiter, _app.state.uploads = admission.limiter(), admission.Uploads()
+        service.scheduler.start()
+        if relay is not None:
+            announce_ready(relay)
+        # Broker mode: the outbox and the automatic sweeper (grader.runtime.background). Embedded mode: the
+        # scheduler above is the only grader; it queues again at start what a previous process left, and a
+        # sweeper grading beside it would take submissions still waiting in its queue.
         loops = service.start_background(sweep=True) if grades_here and not settings.embedded else None
         gc.freeze()  # the start-up objects (numpy, torch, SQLAlchemy...) leave the collector's rounds
         try:
@@ -62,15 +72,17 @@ def create_app(settings: Settings | None = None, relay: str | None = None) -> Fa
         finally:
             if loops is not None:
                 loops.stop()
-            dispatcher.close()
             service.close()
 
     app = FastAPI(title="kdt-grade", version=grader_version()["version"], lifespan=lifespan,
                   description="The KDT contest's judge. Contestants: `kdt-grade login`, `kdt-grade submit`.",
-                  openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None)
-    app.state.settings, app.state.service, app.state.dispatcher = settings, service, dispatcher
+                  openapi_url="/api/v1/openapi.json", docs_url=None, redoc_url=None,
+                  form_limits=form_limits(settings))
+    app.state.settings, app.state.service = settings, service
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router)
     install_pages(app)
+    # Body size and time limits on every route, before the app (and so authentication) sees the body.
+    app.add_middleware(BodyLimits, settings=settings, page=refusal_page)
     return app

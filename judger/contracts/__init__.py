@@ -1,4 +1,4 @@
-"""Design contracts of the four judged tasks (issue 6), next to the judger's task definitions.
+"""Design contracts of the four judged tasks, next to the judger's task definitions.
 
 One directory per task, `task<N>_<op>/`, holding
 - `golden.py`              `<op>_golden_cpu` (the judger's reference, `judger.tasks.TASKS[N].reference`)

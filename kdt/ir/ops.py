@@ -4,13 +4,15 @@ launch-time checks, §4 "Instruction classes").
 
 Each instruction has an ordered parameter list (the positional order of the DSL call). A parameter's
 ``kind`` is ``in`` (a tile read), ``out`` (a tile written), ``scalar`` (a run-time scalar expression),
-``const`` (a compile-time constant) or ``any`` (a tile read or a scalar expression: ``print``'s ``x``).
+or ``const`` (a compile-time constant).
 A tile parameter also says
 
 * ``space``: the memory space its tile must live in (``GLOBAL``: an ``io_tensors`` tile; ``SPM``: an
   ``alloc_spm`` tile). Spaces are static, so this rule is checked by all three readers (``STAGES``);
 * ``dtypes``: the storage dtypes it accepts (None: any), checked when the instruction executes, as the
-  handout does (``dtype_if``: the rule applies only while that scalar parameter is truthy);
+  handout does (``dtype_if``: the rule applies only while that scalar parameter is truthy;
+  ``dtype_unless_inputs``: nor when every tile input has that dtype: numpy accumulates a bool product
+  into a bool tile, a float one it cannot);
 * ``rank``: the number of dimensions it needs (None: any), a launch-time ``ShapeError``;
 * ``aliasing``: how an output may overlap the inputs. Every instruction reads all of its inputs before
   it writes (``READS_FIRST``), so an output may be one of its inputs (``matmul(a, b, a)``, in-place
@@ -20,6 +22,7 @@ A tile parameter also says
 ``load`` (``kdt.ir.serialize``, a hand-made IR), ``build`` (the simulator, before job 0, for an IR built in
 Python), ``launch`` (when the instruction executes, per job).
 """
+import functools
 from dataclasses import dataclass, field
 
 # Timing classes (§4): which unit the instruction occupies and whether it holds the issue unit.
@@ -52,18 +55,19 @@ class Param:
     """One parameter of an instruction (see the module docstring for the fields)."""
 
     name: str
-    kind: str  # "in" | "out" | "scalar" | "const" | "any"
+    kind: str  # "in" | "out" | "scalar" | "const"
     default: object = None
     required: bool = True
     space: str | None = None
     dtypes: tuple | None = None
     dtype_if: str | None = None
+    dtype_unless_inputs: str | None = None
     rank: int | None = None
     aliasing: str | None = None
 
     @property
     def is_tile(self) -> bool:
-        return self.kind in ("in", "out", "any")
+        return self.kind in ("in", "out")
 
 
 @dataclass(frozen=True)
@@ -117,14 +121,15 @@ OPS["pow"] = OpSpec("pow", VECTOR, (_in("x"), _out("out"), _scalar("y")))
 OPS["fma"] = OpSpec("fma", VECTOR, (_in("a"), _in("b"), _in("c"), _out("out")))
 OPS["reduce"] = OpSpec("reduce", VECTOR, (_in("x"), _const("dim"), _const("op"), _out("out")))
 OPS["matmul"] = OpSpec("matmul", MATRIX, (_in("a", rank=2), _in("b", rank=2),
-                                          _out("out", rank=2, dtypes=("float32",), dtype_if="accumulate"),
+                                          _out("out", rank=2, dtypes=("float32",), dtype_if="accumulate",
+                                               dtype_unless_inputs="bool"),
                                           _scalar("accumulate", False, required=False)))
 OPS["where"] = OpSpec("where", FREE, (_in("cond"), _in("a"), _in("b"), _out("out")))
 OPS["copy"] = OpSpec("copy", FREE, (_in("src"), _out("dst")))
 OPS["fill"] = OpSpec("fill", FREE, (_out("out"), _const("value")), aliases={"x": "out"})
 OPS["load"] = OpSpec("load", MEMORY, (_in("src", GLOBAL), _out("dst")))
 OPS["store"] = OpSpec("store", MEMORY, (_in("src"), _out("dst", GLOBAL)))
-OPS["print"] = OpSpec("print", FREE, (Param("x", "any", space=SPM), _const("msg", "", required=False),
+OPS["print"] = OpSpec("print", FREE, (_in("x"), _const("msg", "", required=False),
                                       _const("print_only_if_job0", False, required=False)))
 
 REDUCE_OPS = ("sum", "max", "min")
@@ -170,9 +175,15 @@ def space_problem(op: str, param: str, storage) -> str | None:
     return f"{where}: {fix}"
 
 
+@functools.cache
 def torch_dtypes() -> dict:
-    """torch dtype -> KDT dtype name, for io tensors (checked at compile and again at launch)."""
-    import torch  # the IR itself needs no torch; only the io boundary does
+    """torch dtype -> KDT dtype name, for io tensors (checked at compile and again at launch).
+
+    torch is imported here, at the io boundary, and only there (and in the launch, the replay and the
+    output comparison, inside their functions): ``import kdt`` needs no torch, so the judge's processes
+    that only read IR, traces and profiles (the contest server's HTTP processes, the CLI) start without
+    paying seconds for it."""
+    import torch
 
     return {torch.float32: "float32", torch.bool: "bool"}
 

@@ -45,7 +45,7 @@ MAX_DIM_SIZE = 1 << 40
 MAX_STRIDE = 1 << 40
 MAX_JOBS = 1 << 31
 MAX_NAME = 256
-MAX_MSG = 4096
+MAX_MSG = 1 << 20
 MAX_LINE = 10_000_000
 
 
@@ -131,7 +131,7 @@ def _enc_stmt(s):
         v = s.args[p.name]
         if isinstance(v, ir.View):
             args[p.name] = _enc_view(v)
-        elif p.kind in ("scalar", "any"):
+        elif p.kind == "scalar":
             args[p.name] = _enc_expr(v)
         else:
             args[p.name] = v
@@ -394,10 +394,10 @@ class _Decoder:
         for p in spec.params:
             ap = f"{path}.args.{p.name}"
             v = raw[p.name]
-            if p.kind in ("in", "out") or (p.kind == "any" and isinstance(v, dict)):
+            if p.kind in ("in", "out"):
                 args[p.name] = self.view(v, ap, depth)
                 self.check_space(op, p.name, args[p.name], ap)
-            elif p.kind in ("scalar", "any"):
+            elif p.kind == "scalar":
                 args[p.name] = self.expr(v, ap, depth)
             else:
                 args[p.name] = v

@@ -27,6 +27,9 @@ _AST_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "
 _AST_UNOPS = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not"}
 _AST_BOOLOPS = {ast.And: "and", ast.Or: "or"}
 _VIEW_FUNCS = ("slice", "squeeze", "unsqueeze", "broadcast_to", "transpose")
+# Constant instruction arguments the handout resolves with its narrow reader (spec §2); ``dim`` arguments
+# go through ``dim_arg`` and alloc_spm's ``init_value`` through ``call_alloc_spm``.
+_RESOLVED_CONSTS = ("value", "print_only_if_job0")
 
 
 def shadowing_enabled() -> bool:
@@ -237,7 +240,7 @@ class KernelBuilder(ast.NodeVisitor):
         if it.keywords or not 1 <= len(it.args) <= 2:
             raise self.error(E.UnsupportedFeatureError, it,
                              "range() takes (end) or (start, end); a step is not supported")
-        bounds = [self.scalar(self.no_task_args(a, "a range bound"), "a range bound") for a in it.args]
+        bounds = [self.scalar(self.no_bare_task_args(a, "a range bound"), "a range bound") for a in it.args]
         start, end = (bounds if len(bounds) == 2 else [_const(0), bounds[0]])
         slot = self.new_slot("int")
         var = ir.Var(slot, _label(node.target.id))
@@ -383,19 +386,24 @@ class KernelBuilder(ast.NodeVisitor):
         if not isinstance(base, Tile):
             raise self.error(E.TypeError, node, f"only tiles, task_args and io_tensors can be subscripted, "
                              f"not {_kind(base)}")
-        self.no_task_args(node.slice, "an index or slice")
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         return self.index(base, items, node)
 
-    def no_task_args(self, node, what: str):
-        """``node``, refusing a ``task_args[...]`` written directly inside it: the handout accepts one only
-        where it is bound to a name (or in a scalar argument), so it is refused here the same way."""
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and \
-                    sub.value.id == "task_args" and self.visit_Name(sub.value) is _TASK_ARGS:
-                raise self.error(E.UnsupportedFeatureError, sub,
-                                 f"task_args[...] cannot be used directly in {what}: bind it to a name first "
-                                 f"(n = {ast.unparse(sub)})")
+    def no_bare_task_args(self, node, what: str):
+        """``node``, unless the whole expression is a bare ``task_args[...]`` subscript: the handout resolves
+        the positions that call this (range arguments, tile subscript bounds and indices, alloc_spm shape
+        items, constant arguments) with a reader that does not know subscripts (spec §2, "Where a bare
+        task_args['k'] is refused"). Inside an operator (``task_args['n'] // 2``) it is an ordinary scalar.
+
+        The reader refuses any subscript, so a bare subscript of a name bound to ``task_args``
+        (``ta = task_args``) is refused the same way.
+
+        Raises ``UnsupportedFeatureError`` at the subscript, with the fix."""
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                self.visit_Name(node.value) is _TASK_ARGS:
+            raise self.error(E.UnsupportedFeatureError, node,
+                             f"a bare task_args[...] cannot be {what}: bind it to a name first "
+                             f"(n = {ast.unparse(node)}) or write it inside an expression")
         return node
 
     def index(self, t: Tile, items, node) -> Tile:
@@ -409,15 +417,17 @@ class KernelBuilder(ast.NodeVisitor):
             if isinstance(item, ast.Slice):
                 if item.step is not None:
                     raise self.error(E.UnsupportedFeatureError, item, "slice steps are not supported")
-                lo = self.scalar(item.lower, "a slice bound") if item.lower else _const(0)
-                hi = self.scalar(item.upper, "a slice bound") if item.upper else Scalar(sizes[d], "int")
+                lo = self.scalar(self.no_bare_task_args(item.lower, "a slice bound"), "a slice bound") \
+                    if item.lower else _const(0)
+                hi = self.scalar(self.no_bare_task_args(item.upper, "a slice bound"), "a slice bound") \
+                    if item.upper else Scalar(sizes[d], "int")
                 offset = self.add_offset(offset, lo, strides[d])
                 sizes[d] = self.difference(hi, lo)
                 d += 1
             elif isinstance(item, ast.Constant) and item.value is Ellipsis:
                 raise self.error(E.UnsupportedFeatureError, item, "'...' is not supported")
             else:
-                i = self.scalar(item, "an index")
+                i = self.scalar(self.no_bare_task_args(item, "an index"), "an index")
                 offset = self.add_offset(offset, i, strides[d])
                 del sizes[d], strides[d]
         return Tile(ir.View(v.storage, offset, tuple(sizes), tuple(strides)), t.dtype)
@@ -483,7 +493,7 @@ class KernelBuilder(ast.NodeVisitor):
     def dim_arg(self, node, expr, ndim, what="dim", extra=0, check_range=True) -> int:
         """A dimension argument: a constant int, float or bool, converted with ``int()`` as the handout
         does (``reduce(x, 1.0, ...)``); out of range: ``IndexError`` (unless ``check_range`` is off)."""
-        d = self.const(expr, what)
+        d = self.const(self.no_bare_task_args(expr, f"a {what}"), what)
         if type(d) not in (int, float, bool):
             raise self.error(E.TypeError, expr, f"{what} must be an int")
         try:
@@ -509,14 +519,9 @@ class KernelBuilder(ast.NodeVisitor):
                 args[p.name] = self.tile(expr, f"'{p.name}' of kdt.{name}").view
             elif p.kind == "scalar":
                 args[p.name] = self.scalar(expr, f"'{p.name}' of kdt.{name}").expr
-            elif p.kind == "any":
-                v = self.value(expr)
-                if not isinstance(v, (Tile, Scalar)):
-                    raise self.error(E.TypeError, expr, f"kdt.{name} needs a tile or a scalar")
-                args[p.name] = v.view if isinstance(v, Tile) else v.expr
             else:
-                if name == "fill" and p.name == "value":
-                    self.no_task_args(expr, "a fill value")
+                if p.name in _RESOLVED_CONSTS:
+                    self.no_bare_task_args(expr, f"the '{p.name}' of kdt.{name}")
                 args[p.name] = self.const(expr, f"'{p.name}' of kdt.{name}")
             if isinstance(args[p.name], ir.View):
                 problem = space_problem(name, p.name, self.storages[args[p.name].storage])
@@ -561,7 +566,7 @@ class KernelBuilder(ast.NodeVisitor):
         self.require(node, bound, "shape")
         shape_node = bound["shape"]
         if isinstance(shape_node, ast.Tuple):
-            dims = self.no_task_args(shape_node, "an alloc_spm shape").elts
+            dims = [self.no_bare_task_args(d, "an alloc_spm shape item") for d in shape_node.elts]
         elif isinstance(shape_node, ast.Constant) and type(shape_node.value) is int:
             dims = [shape_node]
         else:  # the handout takes a tuple or an int literal only (spec §2)
@@ -577,7 +582,7 @@ class KernelBuilder(ast.NodeVisitor):
         if dtype not in ("float32", "bool"):
             raise self.error(E.TypeError, node, f"alloc_spm dtype must be 'float32' or 'bool', got {dtype!r}")
         label = self.const(bound["name"], "name") if "name" in bound else (self.assign_target or "")
-        init = self.const(self.no_task_args(bound["init_value"], "an init_value"), "init_value") \
+        init = self.const(self.no_bare_task_args(bound["init_value"], "an init_value"), "init_value") \
             if "init_value" in bound else 0
         if type(init) not in (int, float, bool):
             raise self.error(E.TypeError, node, "init_value must be a number or a bool")

@@ -5,11 +5,11 @@
 ``CompiledKernel`` holding plain IR (no reference back to the submission's code).
 """
 import ast
+import dataclasses
 import inspect
 import numbers
 import textwrap
 
-import torch
 
 from ..ir import nodes as ir
 from ..ir.kernel import CompiledKernel
@@ -18,7 +18,6 @@ from ..ir.serialize import MAX_NODES, IRFormatError, dumps, expanded_size, loads
 from . import errors as E
 from .frontend import KernelBuilder
 
-TORCH_DTYPES = torch_dtypes()
 
 
 
@@ -49,9 +48,11 @@ class KernelFunction:
         task_args = _check_task_args(task_args)
         io_meta = _io_meta(io_tensors)
         fn_node, line_offset, col_offset, lines = _parse(self.fn)
-        num_jobs = self._num_jobs(task_args)
         builder = KernelBuilder(task_args, io_meta, line_offset, col_offset, lines)
-        return CompiledKernel(_within_ir_limits(builder.build(fn_node, self.__name__, num_jobs)))
+        kernel_ir = builder.build(fn_node, self.__name__, 1)
+        # The body's errors come first, then the job count's, as in the handout.
+        kernel_ir = dataclasses.replace(kernel_ir, num_jobs=self._num_jobs(task_args))
+        return CompiledKernel(_within_ir_limits(kernel_ir))
 
     def _num_jobs(self, task_args) -> int:
         try:
@@ -105,15 +106,17 @@ def _check_task_args(task_args) -> dict:
 def _io_meta(io_tensors) -> list:
     if not isinstance(io_tensors, dict):
         raise E.TypeError(f"io_tensors must be a dict, got {type(io_tensors).__name__}")
-    meta = []
+    import torch
+
+    dtypes, meta = torch_dtypes(), []
     for name, t in io_tensors.items():
         if not isinstance(name, str):
             raise E.TypeError(f"io_tensors keys must be strings, got {name!r}")
-        if not isinstance(t, torch.Tensor) or t.dtype not in TORCH_DTYPES or t.device.type != "cpu":
+        if not isinstance(t, torch.Tensor) or t.dtype not in dtypes or t.device.type != "cpu":
             got = f"{t.dtype} on {t.device}" if isinstance(t, torch.Tensor) else type(t).__name__
             raise E.TypeError(f"io_tensors['{name}'] must be a CPU torch.float32 or torch.bool tensor, "
                               f"got {got}")
-        meta.append(ir.TensorMeta(name, tuple(int(s) for s in t.shape), TORCH_DTYPES[t.dtype]))
+        meta.append(ir.TensorMeta(name, tuple(int(s) for s in t.shape), dtypes[t.dtype]))
     return meta
 
 

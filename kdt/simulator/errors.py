@@ -18,6 +18,12 @@ class TypeError(LaunchError, builtins.TypeError):
     """A run-time scalar of the wrong type (a non-bool ``if`` condition, a non-int ``range`` bound)."""
 
 
+class UFuncTypeError(TypeError):
+    """A tile operand of a dtype its instruction cannot take (``kdt.ir.ops``: ``log`` of a bool tile, a
+    float product accumulated into a bool tile). The handout fails there inside numpy, whose class of that
+    name this mirrors (numpy's also derives from ``TypeError``)."""
+
+
 class ValueError(LaunchError, builtins.ValueError):
     """The launch arguments do not match the compiled kernel, or a scalar computation failed."""
 

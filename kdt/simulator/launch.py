@@ -1,61 +1,22 @@
 """``launch_kernel``: check, simulate every job, place jobs on SMs (spec kdt-semantics.md §1, §3, §4)."""
-import contextlib
-import gc
 import sys
 import time
 
 import numpy as np
-import torch
-from threadpoolctl import ThreadpoolController
 
 from ..ir.kernel import CompiledKernel
-from ..ir.ops import torch_dtypes
 from .errors import SPMOverflowError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
+from .host import io_arrays, no_cyclic_gc, prepare_blas_control, single_threaded_blas
 from .memory import new_storage
-from .program import JobState, ProgramBuilder
+from .program import JobState, ProgramBuilder, spm_to_zero, zero_spm
 from .replay import Recording
 from .schedule import assign_jobs
 from .spec import TPUSpec
 
 DEFAULT_TIMEOUT = 20.0
-TORCH_DTYPES = torch_dtypes()
-_BLAS: list = []  # one ThreadpoolController, made on first launch (it scans the loaded libraries)
-
-
-def prepare_blas_control() -> None:
-    """Find the process's BLAS/OpenMP libraries and their thread-count functions now (``threadpoolctl``
-    opens each with ``ctypes``), once.
-    The sandboxed compile child calls this before its audit hook goes in, so that a submission calling
-    ``kdt.launch_kernel`` itself (autotuning) does not make the judge's own library loads look like its."""
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-        with _BLAS[0].limit(limits=1, user_api="blas"):  # looks up (and caches) the libraries' functions
-            pass
-
-
-@contextlib.contextmanager
-def no_cyclic_gc():
-    """The cyclic garbage collector paused while a launch runs: a launch allocates many small objects
-    (closures, views, recorded steps) that all die with it or live as long as the caller keeps them, and
-    each automatic collection would walk every object of the process (torch, numpy, the judge), which
-    cost a third of a replayed launch. Reference counting still frees everything at once; nothing a
-    launch allocates forms cycles that outlive it. Collection is resumed (if it was on) afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _single_threaded_blas():
-    """Tiles are small: BLAS threads only spin against each other (and against other workers) on a
-    loaded machine, which once made a 0.3 s launch take 20 s. Cycle counts never depend on this."""
-    prepare_blas_control()
-    return _BLAS[0].limit(limits=1, user_api="blas")
+__all__ = ["DEFAULT_TIMEOUT", "launch_kernel", "prepare_blas_control"]
 
 
 def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec, *,
@@ -85,6 +46,8 @@ def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec,
 
 
 def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing, record):
+    import torch
+
     if not isinstance(compiled, CompiledKernel):
         raise LaunchTypeError(f"launch_kernel needs a CompiledKernel, got {type(compiled).__name__}")
     if not isinstance(tpu_spec, TPUSpec):
@@ -94,7 +57,7 @@ def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing
     if record is not None and (not timing or not isinstance(record, Recording)):
         raise LaunchValueError("record needs a kdt.simulator.Recording and the timing model")
     kernel = compiled.ir
-    arrays, write_back = _io_arrays(kernel, io_tensors)
+    arrays, write_back = io_arrays(kernel, io_tensors)
     _check_spm(kernel, tpu_spec)
     storages = [new_storage(st, arrays.get(st.id)) for st in kernel.storages]
     deadline = time.monotonic() + timeout
@@ -106,8 +69,8 @@ def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing
     if record is not None:
         state.record, state.record_cap = record.start(kernel), record.max_steps
     try:
-        with np.errstate(all="ignore"), _single_threaded_blas():
-            job_cycles = _run_jobs(kernel, body, state, profile)
+        with np.errstate(all="ignore"), single_threaded_blas():
+            job_cycles = _run_jobs(kernel, body, state, profile, storages)
         if record is not None:
             record.finish()
     except BaseException:
@@ -125,7 +88,10 @@ def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing
     return cycles
 
 
-def _run_jobs(kernel, body, state: JobState, profile) -> list:
+def _run_jobs(kernel, body, state: JobState, profile, storages) -> list:
+    """Simulate the jobs in id order (spec §4); each job after the first starts with SPM zeroed where its
+    own allocation fills do not already overwrite it (``spm_to_zero``). Returns each job's cycles."""
+    to_zero = spm_to_zero(kernel)
     job_cycles = []
     base = 0
     now = time.monotonic
@@ -134,47 +100,15 @@ def _run_jobs(kernel, body, state: JobState, profile) -> list:
             raise SimulationTimeout(f"simulation passed its wall-clock limit before job {job}")
         env = [None] * kernel.num_slots
         env[0] = job
-        state.start_job(job, base)
-        state.trace = profile.trace_for(job) if profile is not None else None
+        state.start_job(job, base, profile.trace_for(job) if profile is not None else None)
+        if job and to_zero:
+            zero_spm(state, storages, to_zero)
         body(env)
         job_cycles.append(state.job_end - base)
         base = state.job_end
     if now() > state.deadline:  # a long last instruction: finishing late is still a timeout
         raise SimulationTimeout("simulation passed its wall-clock limit in the last job")
     return job_cycles
-
-
-def _io_arrays(kernel, io_tensors):
-    """Numpy arrays sharing memory with the io tensors (copies, written back, where that is impossible)."""
-    if not isinstance(io_tensors, dict):
-        raise LaunchValueError(f"io_tensors must be a dict, got {type(io_tensors).__name__}")
-    want = {m.name for m in kernel.io}
-    missing, extra = sorted(want - set(io_tensors)), sorted(set(io_tensors) - want)
-    if missing or extra:
-        raise LaunchValueError(f"io_tensors do not match the compiled kernel (missing: {missing}, "
-                               f"unexpected: {extra})")
-    arrays, write_back = {}, []
-    for st in kernel.storages:
-        if st.kind != "io":
-            continue
-        t = io_tensors[st.name]
-        if not isinstance(t, torch.Tensor):
-            raise LaunchValueError(f"io_tensors['{st.name}'] is not a tensor")
-        if t.device.type != "cpu":
-            raise LaunchValueError(f"io_tensors['{st.name}'] must be on the CPU, it is on {t.device}")
-        if TORCH_DTYPES.get(t.dtype) != st.dtype or tuple(t.shape) != st.shape:
-            raise LaunchValueError(f"io_tensors['{st.name}'] is {t.dtype} {tuple(t.shape)}, the kernel was "
-                                   f"compiled for {st.dtype} {st.shape}")
-        t = t.detach()
-        if any(st_ == 0 and sz > 1 for st_, sz in zip(t.stride(), t.shape)):
-            raise LaunchValueError(f"io_tensors['{st.name}'] repeats memory (an expanded tensor, stride 0); "
-                                   "pass a contiguous tensor, e.g. .contiguous()")
-        if t.is_contiguous():
-            arrays[st.id] = t.view(-1).numpy()
-        else:
-            arrays[st.id] = t.contiguous().view(-1).numpy()
-            write_back.append((io_tensors[st.name], arrays[st.id]))
-    return arrays, write_back
 
 
 def _check_spm(kernel, spec: TPUSpec):

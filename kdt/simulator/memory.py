@@ -240,6 +240,48 @@ def stamp_max(rv: RV, stamps: Stamps) -> int:
     return int(rv.stamp_view(stamps).max())
 
 
+def view_elements(rv: RV) -> np.ndarray:
+    """The flat indices of the storage elements the view touches (the set timing uses: broadcast and
+    size-1 dimensions count once), in no particular order."""
+    tk = rv.tk
+    if tk == EMPTY:
+        return np.empty(0, np.int64)
+    if tk != STRIDED:
+        return np.arange(rv.lo, rv.hi, dtype=np.int64)
+    idx = np.array(rv.lo, dtype=np.int64)
+    for sz, st in zip(rv.t_shape, rv.t_strides):
+        idx = idx[..., None] + np.arange(sz, dtype=np.int64) * (st // 8)
+    return idx.reshape(-1)
+
+
+def view_contains(rv: RV, e: int) -> bool:
+    """Whether the view touches storage element ``e``."""
+    tk = rv.tk
+    if tk == EMPTY:
+        return False
+    if tk != STRIDED:
+        return rv.lo <= e < rv.hi
+    return bool((view_elements(rv) == e).any())
+
+
+def element_with_stamp(rv: RV, stamps: Stamps, t: int) -> int | None:
+    """A storage element of the view whose stamp (in ``stamps``: ``w`` or ``r``) is ``t``, the first in
+    storage order; None when there is none. Read-only: used to explain a stall (traced jobs only)."""
+    if rv.tk == EMPTY:
+        return None
+    if stamps.u is not None:
+        return rv.lo if stamps.u == t else None
+    idx = np.sort(view_elements(rv))
+    if stamps.segs is not None:
+        vals = np.full(idx.shape, stamps.sbase, dtype=np.int64)
+        for (lo, hi), s in stamps.segs.items():
+            vals[(idx >= lo) & (idx < hi)] = s
+    else:
+        vals = stamps.a[idx]
+    hits = np.flatnonzero(vals == t)
+    return int(idx[hits[0]]) if hits.size else None
+
+
 def stamp_set(rv: RV, stamps: Stamps, t: int) -> None:
     """Assign stamp ``t`` on every element of the view (uniform again when the view is full)."""
     tk = rv.tk
@@ -278,10 +320,8 @@ def check_bounds(st: StorageRT, off, sizes, strides, where: str):
     for s in sizes:
         if s < 0:
             raise ShapeError(f"{where}: view of '{st.label}' has a negative size {tuple(sizes)}")
-    if 0 in sizes:
-        if off > st.n:  # the handout's view of an empty tile starts inside or at the end of its buffer
-            raise LaunchValueError(f"{where}: an empty view of '{st.label}' starts at element {off}, past the end "
-                                   f"of its {st.n} elements")
+    empty = 0 in sizes
+    if empty:  # spec §3's sum as written: a size-0 dimension counts -stride
         last = off + sum((s - 1) * d for s, d in zip(sizes, strides))
         first = off
     else:
@@ -291,3 +331,6 @@ def check_bounds(st: StorageRT, off, sizes, strides, where: str):
         raise OutOfBoundsError(
             f"{where}: view of '{st.label}' (offset {off}, sizes {tuple(sizes)}, strides {tuple(strides)}) "
             f"reaches element {first if first < 0 else last}, outside its {st.n} elements")
+    if empty and off > st.n:  # past the check, the handout's numpy view of an empty tile must start in its buffer
+        raise LaunchValueError(f"{where}: an empty view of '{st.label}' starts at element {off}, past the end "
+                               f"of its {st.n} elements")

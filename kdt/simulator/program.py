@@ -16,9 +16,10 @@ from ..ir.ops import MATRIX, MEMORY, OPS, RAISE_KINDS, UNIT_OF_CLASS, VECTOR, sp
 from . import errors as launch_errors
 from .errors import LaunchError, MemorySpaceError, ShapeError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
+from .errors import UFuncTypeError
 from .errors import ValueError as LaunchValueError
 from .exprs import compile_expr
-from .memory import FULL, RV, check_bounds, stamp_max, stamp_set
+from .memory import FULL, RV, check_bounds, element_with_stamp, stamp_max, stamp_set, view_contains
 from .semantics import make_binder, make_compute, matmul_latency, numel, shape_error, vector_latency
 
 _RESOLVE_CACHE_LIMIT = 4096
@@ -32,26 +33,35 @@ class JobState:
     """Timing state of the job being simulated, in absolute cycles (see ``memory`` on epochs).
 
     ``free[1]``/``free[2]`` are the VXM/MXM free cycles; ``trace`` is a list to append
-    ``(op, issue, finish, unit, line)`` records to (relative cycles), or None. ``record`` (None, or a list
-    of at most ``record_cap`` entries, then None again) receives every executed instruction for
-    ``kdt.simulator.replay``.
+    ``(op, issue, finish, unit, line, cause, wait, gate)`` records to (relative cycles; see ``stall_of``),
+    or None. ``record`` (None, or a list of at most ``record_cap`` entries, then None again) receives every
+    executed instruction for ``kdt.simulator.replay``. For a traced job, ``access`` (storage id -> list of
+    ``(trace index, view, is_write)``), ``unit_owner`` (per unit, the trace index of the instruction that
+    keeps it busy) and ``last_holder`` (the last instruction that held the issue unit) name the
+    instructions a stall waits for (``kdt.simulator.explain``).
     """
 
-    __slots__ = ("next_issue", "free", "job_end", "base", "trace", "deadline", "job", "record", "record_cap")
+    __slots__ = ("next_issue", "free", "job_end", "base", "trace", "deadline", "job", "record", "record_cap",
+                 "access", "unit_owner", "last_holder")
 
     def __init__(self, deadline: float):
         self.deadline = deadline
         self.base = 0
-        self.trace = None
         self.record = None  # a list receiving (bind, ins, out, val, line) per executed tile instruction
         self.record_cap = 0
+        self.access = self.unit_owner = self.last_holder = None
         self.start_job(0, 0)
 
-    def start_job(self, job: int, base: int):
-        self.job, self.base = job, base
+    def start_job(self, job: int, base: int, trace: list | None = None) -> None:
+        """Reset the timing state for job ``job``, which starts at absolute cycle ``base`` (spec §4: the
+        state of a job is reset at its start). ``trace`` receives the job's records, or None (untraced);
+        only a traced job keeps the bookkeeping ``stall_of`` reads (an untraced launch pays nothing)."""
+        self.job, self.base, self.trace = job, base, trace
         self.next_issue = base + 1
         self.free = [base, base, base]
         self.job_end = base
+        if trace is not None:
+            self.access, self.unit_owner, self.last_holder = {}, [None, None, None], None
 
 
 def guarded(f, line: int):
@@ -227,13 +237,11 @@ class ProgramBuilder:
             if problem is not None:
                 raise MemorySpaceError(f"{where}: {problem}")
         scalars = {p.name: compile_expr(s.args[p.name], self.slot_types) for p in spec.params
-                   if p.kind in ("scalar", "any") and not isinstance(s.args[p.name], ir.View)}
+                   if p.kind == "scalar"}
         in_names = [n for n in tiles if n not in spec.tile_outputs]
         in_res = [self.resolver(tiles[n], where) for n in in_names]
         out_res = self.resolver(tiles[spec.tile_outputs[0]], where) if spec.tile_outputs else None
         compute = make_compute(s, scalars, self.out_stream)
-        if s.op == "print" and "x" in scalars:
-            return self.scalar_print(compute, make_binder(s), s.line)
         check = _chain(self.shape_check(s, tiles), self.dtype_check(s, spec, tiles, scalars, where))
         if not self.timing:
             return self.untimed(s, in_res, out_res, compute, check, where)
@@ -270,14 +278,16 @@ class ProgramBuilder:
 
     def dtype_check(self, s, spec, tiles, scalars, where):
         """None when every tile operand has a dtype its parameter accepts (``kdt.ir.ops``); else a check
-        raising the launch ``TypeError`` when the instruction executes (while ``dtype_if`` holds)."""
+        raising the launch ``UFuncTypeError`` (a ``TypeError``) when the instruction executes (while
+        ``dtype_if`` holds)."""
         bad = []
+        inputs = {self.kernel.storages[tiles[n].storage].dtype for n in spec.tile_inputs}
         for p in spec.params:
             view = tiles.get(p.name)
             if view is None or p.dtypes is None:
                 continue
             dtype = self.kernel.storages[view.storage].dtype
-            if dtype not in p.dtypes:
+            if dtype not in p.dtypes and not (p.dtype_unless_inputs and inputs == {p.dtype_unless_inputs}):
                 cond = scalars[p.dtype_if] if p.dtype_if else None
                 bad.append((cond, f"{where}: '{p.name}' is a {dtype} tile, kdt.{s.op} needs "
                                   f"{' or '.join(p.dtypes)} there" + (f" when {p.dtype_if} is true"
@@ -288,7 +298,7 @@ class ProgramBuilder:
         def check(ins, out, env):
             for cond, message in bad:
                 if cond is None or cond(env):
-                    raise LaunchTypeError(message)
+                    raise UFuncTypeError(message)
         return check
 
     def latency_fn(self, s, tiles):
@@ -310,19 +320,6 @@ class ProgramBuilder:
                 return matmul_latency(a[0], a[1], b[1], trpt)
             return lambda ins: matmul_latency(ins[0].shape[0], ins[0].shape[1], ins[1].shape[1], trpt)
         return 0
-
-    def scalar_print(self, compute, bind, line):
-        """``print`` of a scalar expression: output only, no tile and no timing (spec §3 / conformance)."""
-        if not self.timing:
-            return guarded(lambda env: compute((), None, env), line)
-        state = self.state
-
-        def run_print(env):
-            val = compute((), None, env)
-            rec = state.record
-            if val is not None and rec is not None:
-                _record(state, rec, (bind, (), None, val, line))
-        return guarded(run_print, line)
 
     def timed(self, s, spec, in_res, out_res, compute, check, latency, where):
         """The closure of a tile instruction: resolve, check, compute, then the §4 timing update."""
@@ -366,6 +363,12 @@ class ProgramBuilder:
                 if t > issue:
                     issue = t
             finish = issue + (static_latency if static_latency is not None else latency(ins))
+            trace = state.trace
+            if trace is not None:  # a traced job, before the stamps, next_issue and the unit's free cycle change
+                why = stall_of(state, state.next_issue, unit, ins, out, issue)
+                note_access(state, len(trace), ins, out, unit, holds_issue, finish)
+                base = state.base
+                trace.append((op, issue - base, finish - base, unit_name, line) + why)
             for rv in ins:
                 if rv.st.id not in unwritten:  # read stamps only matter to a later writer
                     stamp_set(rv, rv.r, finish)
@@ -377,10 +380,6 @@ class ProgramBuilder:
                 state.next_issue = issue + 1
             if finish > state.job_end:
                 state.job_end = finish
-            rec = state.trace
-            if rec is not None:
-                base = state.base
-                rec.append((op, issue - base, finish - base, unit_name, line))
         return run_inst
 
 
@@ -402,6 +401,56 @@ class ProgramBuilder:
                     raise scalar_error(where, exc) from None
             return run_fixed
         return _executor(s, in_res, out_res, compute, check, where)
+
+
+def stall_of(state: JobState, nxt: int, unit: int, ins, out, issue: int) -> tuple:
+    """``(cause, wait, gate)`` of an instruction of a traced job, from the terms of its issue cycle (spec §4;
+    called by the timing update before it stamps this instruction's operands): ``wait = issue - nxt`` cycles
+    past the in-order issue slot ``nxt`` (the previous issuing instruction's issue + 1). With no wait the
+    cause is ``isu`` and ``gate`` the previous instruction that held the issue unit (None for the job's
+    first). Otherwise the first term equal to ``issue``, in the tie order of ``kdt.simulator.explain.CAUSES``:
+    ``raw`` (an input element not yet written), ``waw`` (an output element still being written), ``war``
+    (an output element still being read), ``unit`` (its VXM/MXM busy); ``gate`` is the trace index of the
+    instruction that wrote or read the gating element last, or that keeps the unit busy."""
+    wait = issue - nxt
+    if wait <= 0:
+        return "isu", 0, state.last_holder
+    for rv in ins:
+        if stamp_max(rv, rv.w) == issue:
+            return "raw", wait, _last_access(state, rv, rv.w, issue, True)
+    if out is not None:
+        if stamp_max(out, out.w) == issue:
+            return "waw", wait, _last_access(state, out, out.w, issue, True)
+        if stamp_max(out, out.r) == issue:
+            return "war", wait, _last_access(state, out, out.r, issue, False)
+    return "unit", wait, state.unit_owner[unit]
+
+
+def _last_access(state: JobState, rv, stamps, t: int, write: bool):
+    """Trace index of the latest instruction of this job that wrote (``write``) or read an element of
+    ``rv`` whose stamp is ``t``: the one that set that stamp (stamps are assigned, spec §4)."""
+    e = element_with_stamp(rv, stamps, t)
+    if e is None:
+        return None
+    for idx, view, is_write in reversed(state.access.get(rv.st.id, ())):
+        if is_write == write and view_contains(view, e):
+            return idx
+    return None
+
+
+def note_access(state: JobState, idx: int, ins, out, unit: int, holds_issue: bool, finish: int) -> None:
+    """Remember, for ``stall_of``, what the traced instruction ``idx`` read, wrote and occupied (called
+    after its ``stall_of`` and before the timing update moves the unit's free cycle: it keeps the unit
+    busy from now on when its ``finish`` cycle is at least that free cycle, spec §4's max)."""
+    access = state.access
+    for rv in ins:
+        access.setdefault(rv.st.id, []).append((idx, rv, False))
+    if out is not None:
+        access.setdefault(out.st.id, []).append((idx, out, True))
+    if unit and finish >= state.free[unit]:
+        state.unit_owner[unit] = idx
+    if holds_issue:
+        state.last_holder = idx
 
 
 def _record(state: JobState, rec: list, entry: tuple) -> None:
@@ -493,6 +542,61 @@ def _written_storages(kernel: ir.Kernel) -> set:
                 walk(s.orelse)
     walk(kernel.body)
     return written
+
+
+def spm_to_zero(kernel: ir.Kernel) -> tuple:
+    """Ids of the SPM storages that must be zeroed at the start of every job after the first, so that SPM
+    is private per job and starts zeroed whatever IR arrives (spec §3; an IR need not come from the front
+    end). A storage whose first use is its top-level allocation fill (a fill of the whole storage, as the
+    front end emits at every ``alloc_spm``, which every job executes before anything else touches the
+    storage) needs no zeroing: the fill overwrites whatever an earlier job left."""
+    spm = {st.id: st for st in kernel.storages if st.kind == "spm"}
+    covered, touched = set(), set()
+    for s in kernel.body:
+        if type(s) is ir.Inst and s.alloc and s.op == "fill":
+            sid = s.args["out"].storage
+            if sid not in touched and _is_whole(s.args["out"], spm.get(sid)):
+                covered.add(sid)
+        touched |= _storages_in(s)
+    return tuple(sorted(set(spm) - covered))
+
+
+def _is_whole(view: ir.View, st) -> bool:
+    """Whether ``view`` is the whole storage ``st`` in its row-major layout (None: not an SPM storage)."""
+    if st is None or type(view.offset) is not ir.Const or view.offset.value != 0:
+        return False
+    strides, acc = [], 1
+    for d in reversed(st.shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(view.strides) == tuple(reversed(strides)) and \
+        all(type(sz) is ir.Const and sz.value == d for sz, d in zip(view.sizes, st.shape)) and \
+        len(view.sizes) == len(st.shape)
+
+
+def _storages_in(s) -> set:
+    """Ids of every storage a statement (and the statements inside it) names in an operand view."""
+    t = type(s)
+    if t is ir.Inst:
+        return {v.storage for v in s.args.values() if isinstance(v, ir.View)}
+    inner = s.body if t is ir.For else (s.then + s.orelse if t is ir.If else ())
+    return set().union(*map(_storages_in, inner))
+
+
+def zero_spm(state: JobState, storages: list, sids: tuple) -> None:
+    """Zero the SPM storages ``sids`` (see ``spm_to_zero``) at a job's start; the zeroing is recorded too,
+    so that a replayed launch keeps SPM private per job. No timing: the stamps restart with the job."""
+    for sid in sids:
+        st = storages[sid]
+        st.data.fill(0)
+        rec = state.record
+        if rec is not None:
+            _record(state, rec, (_bind_zero, (RV(st, 0, (st.n,), (1,)),), None, None, 0))
+
+
+def _bind_zero(ins, o, val, out_stream):
+    data = ins[0]
+    return lambda: data.fill(0)
 
 
 def _slot_types(kernel: ir.Kernel) -> dict:

@@ -1,4 +1,4 @@
-"""Replaying a launch's numpy work on other data (issue 14; spec kdt-semantics.md §3, §4).
+"""Replaying a launch's numpy work on other data (spec kdt-semantics.md §3, §4).
 
 Control flow, views and scalars of a kernel depend only on the job id, the loop variables and the
 compile-time constants, never on tile data (no instruction turns tile data into a scalar). So the
@@ -17,9 +17,10 @@ import sys
 import time
 
 import numpy as np
-import torch
 
 from .errors import SimulationTimeout
+from .errors import ValueError as LaunchValueError
+from .host import io_arrays, no_cyclic_gc, single_threaded_blas
 from .memory import view_of, write_target
 from .semantics import WriteTarget
 
@@ -89,22 +90,19 @@ def replay_kernel(recording: Recording, io_tensors: dict, *, timeout: float = 20
     cycles are the recorded launch's). ``ValueError`` when the recording is not ``complete``;
     ``TimeoutError`` (``SimulationTimeout``) after ``timeout`` seconds of wall-clock time.
     """
-    from .launch import no_cyclic_gc
-
     with no_cyclic_gc():
         _replay(recording, io_tensors, timeout, print_file)
 
 
 def _replay(recording, io_tensors, timeout, print_file):
-    from .errors import ValueError as LaunchValueError
-    from .launch import _io_arrays, _single_threaded_blas
+    import torch
 
     if not isinstance(recording, Recording) or not recording.complete:
         raise LaunchValueError("replay_kernel needs a complete Recording (a launch that recorded every "
                                "instruction and ended without an error)")
     deadline = time.monotonic() + timeout
     kernel = recording.kernel
-    arrays, write_back = _io_arrays(kernel, io_tensors)
+    arrays, write_back = io_arrays(kernel, io_tensors)
     buffers = [arrays[st.id] if st.id in arrays else np.zeros(st.numel, dtype=_NP_DTYPE[st.dtype])
                for st in kernel.storages]
     datas, targets = [], []
@@ -119,7 +117,7 @@ def _replay(recording, io_tensors, timeout, print_file):
     steps = recording.steps
     now = time.monotonic
     try:
-        with np.errstate(all="ignore"), _single_threaded_blas():
+        with np.errstate(all="ignore"), single_threaded_blas():
             if kernel.num_jobs and now() > deadline:
                 raise SimulationTimeout("simulation passed its wall-clock limit before job 0")
             for lo in range(0, len(runs), _CHECK_EVERY):

@@ -1,7 +1,8 @@
 """What each instruction computes and checks (spec kdt-semantics.md §3), and its latency (§4).
 
-All arithmetic is float32 numpy. A ``compute`` function takes the resolved input views, the resolved
-output view (or None) and the job's slot list, and writes the result into the output view.
+All arithmetic is float32 numpy (``exp``/``pow`` in float64, rounded when written). A ``compute``
+function takes the resolved input views, the resolved output view (or None) and the job's slot list, and
+writes the result into the output view.
 """
 import math
 from functools import partial
@@ -37,9 +38,11 @@ def _number(value, what: str):
 
 
 def _full(x, y):
-    """``y`` (float32) as an array of ``x``'s shape: numpy's power takes its sqrt/square fast paths for a
-    scalar exponent (``sqrt(-inf)`` is nan, ``pow(-inf, 0.5)`` is inf), the handout computes elementwise."""
-    return np.full(np.shape(x), y, dtype=np.float32)
+    """``y`` (float32) as a float64 array of ``x``'s shape, for ``exp``/``pow``: numpy's power takes its
+    sqrt/square fast paths for a scalar exponent (``sqrt(-inf)`` is nan, ``pow(-inf, 0.5)`` is inf), the
+    handout computes elementwise; and in float64, rounded to float32 when written, as the handout's
+    results show (a float32 power differs in the last bit now and then: recorded program s102/224)."""
+    return np.full(np.shape(x), y, dtype=np.float64)
 
 
 def _power_base(yf):  # exp: out = y ** x, y > 0 (spec §3)
@@ -133,14 +136,13 @@ def _fill(value):
     return compute
 
 
-def _print(msg, only_job0, scalar, out):
+def _print(msg, only_job0, out):
     def compute(ins, o, env):
         job = env[0]
         if only_job0 and job != 0:
             return
-        value = scalar(env) if scalar is not None else repr(np.array(ins[0].data))  # the handout's text
-        print(f"[Job {job}] {msg}: {value}", file=out())
-        return job, value if scalar is not None else None
+        print(f"[Job {job}] {msg}: {np.array(ins[0].data)}", file=out())  # the handout's text: str() of the values
+        return job
     return compute
 
 
@@ -169,11 +171,11 @@ def make_compute(inst, scalar_fns: dict, out_stream):
     if op == "fill":
         return _fill(a["value"])
     if op == "print":
-        return _print(a["msg"], a["print_only_if_job0"], scalar_fns.get("x"), out_stream)
+        return _print(a["msg"], a["print_only_if_job0"], out_stream)
     raise ValueError(f"unknown instruction {op!r}")
 
 
-# ---- replay (issue 14): one instruction's numpy work with its operands bound ----------------------
+# ---- replay: one instruction's numpy work with its operands bound ----------------------
 #
 # A replayed launch (``kdt.simulator.replay``) runs the instructions one recorded launch executed, in
 # order, on another launch's arrays. ``make_binder(inst)`` returns ``bind(ins, o, val, out_stream)``: given
@@ -289,19 +291,16 @@ def _bind_fill(value):
 
 def _bind_print(msg):
     def bind(ins, o, val, out_stream):
-        job, value = val
-        if not ins:  # a scalar: its text is known
-            text = f"[Job {job}] {msg}: {value}"
-            return lambda: print(text, file=out_stream())
+        job = val
         x = ins[0]
-        return lambda: print(f"[Job {job}] {msg}: {repr(np.array(x))}", file=out_stream())
+        return lambda: print(f"[Job {job}] {msg}: {np.array(x)}", file=out_stream())
     return bind
 
 
 def make_binder(inst):
     """``bind(ins, o, val, out_stream) -> run()`` for one instruction (see "replay" above); ``val`` is what
     the instruction's ``compute`` returned when it executed (its scalar: ``y``, ``accumulate``, or
-    ``(job, scalar value or None)`` for a print)."""
+    the job id for a print)."""
     op, a = inst.op, inst.args
     if op in _BINARY_UFUNCS:
         return _bind_ufunc2(_BINARY_UFUNCS[op])

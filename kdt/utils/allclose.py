@@ -1,5 +1,6 @@
-"""The judge's output comparison (spec kdt-semantics.md §5)."""
-import torch
+"""The judge's output comparison (spec kdt-semantics.md §5). torch is imported by the functions that
+compute (``import kdt`` needs no torch: ``kdt.ir.ops.torch_dtypes``)."""
+from __future__ import annotations
 
 _SPECIALS = (float("inf"), float("-inf"))
 
@@ -37,6 +38,8 @@ def _passes_quickly(a, r, abs_tol, rel_tol, cos_diff_tol) -> bool:
     ``diff >= abs_tol``. A finite sum of ``diff`` proves both tensors finite (an inf or nan anywhere makes
     it inf or nan), the case where ``_compare`` modifies nothing; the cosine difference is ``_compare``'s
     own expression."""
+    import torch
+
     if not (abs_tol >= _MIN_TOL and rel_tol >= _MIN_TOL):
         return False
     diff = (a - r).abs()
@@ -60,6 +63,8 @@ def _cos_diff(a, r) -> float:
 
 def _compare(name, a, r, abs_tol, rel_tol, cos_diff_tol, out) -> bool:
     """The comparison as spec §5 writes it (and its report)."""
+    import torch
+
     if bool(torch.isfinite(a).all()) and bool(torch.isfinite(r).all()):
         specials = ()  # the usual case: no inf/nan to match, nothing is modified, no copies needed
     else:
@@ -86,6 +91,8 @@ def _compare(name, a, r, abs_tol, rel_tol, cos_diff_tol, out) -> bool:
 
 
 def _report(name, abs_err, rel_err, ok, cos_diff, out):
+    import torch
+
     n = max(ok.numel(), 1)
     ai, ri = int(abs_err.reshape(-1).argmax()) if abs_err.numel() else 0, \
         int(rel_err.reshape(-1).argmax()) if rel_err.numel() else 0

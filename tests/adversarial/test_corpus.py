@@ -1,5 +1,5 @@
 """Issue 5's adversarial corpus: hostile submissions graded through the service's own path
-(``grader.pipeline``: static audit, sandboxed compile, trusted judging), each with the verdict it must
+(``grader.judging.pipeline``: static audit, sandboxed compile, trusted judging), each with the verdict it must
 get; then a normal submission must still grade correctly (the worker stays healthy).
 
 Each ``cases/*.py`` starts with ``# expect: V`` (every graded point) or ``# expect: {"t:p": V, ...}`` and
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.compile import _parse_results
+from grader.judging.compile import _parse_results
 from grader.config import load_settings
-from grader.pipeline import grade_source, judge, prepare
+from grader.judging.pipeline import grade_source, judge, prepare
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.py"))
 POINTS = ((1, 0), (4, 0))
@@ -65,7 +65,7 @@ kdt.launch_kernel = lambda *a, **k: 1
 kdt.simulator.launch.launch_kernel = lambda *a, **k: 1
 judger.scoring.point_score = lambda cycles, threshold: 100.0
 """
-    from grader.compile import compile_submission
+    from grader.judging.compile import compile_submission
     outcome = compile_submission(source, list(POINTS), SETTINGS.sandbox_limits)
     results = [judge(t, p, {"ir": outcome.kernels[(t, p)].to_json()}, SETTINGS) for t, p in POINTS]
     assert [(r.verdict.value, r.cycles) for r in results] == [("AC", 332), ("AC", 4822)]
@@ -77,7 +77,7 @@ def test_with_the_audit_bypassed_the_sandbox_still_keeps_secrets_and_sources(tmp
     submission. The OS walls hold: its own user id cannot read either."""
     secret = "s3cret-" + os.urandom(4).hex()
     monkeypatch.setenv("KDT_GRADE_DATABASE_URL", f"postgresql://kdt:{secret}@db/kdt")
-    from grader import storage
+    from grader.runtime import storage
     stored_sha, stored = storage.store(tmp_path / "data", b"# another contestant's kernel " + secret.encode())
     source = f"""
 import kdt
@@ -107,7 +107,7 @@ def get_kernel(task_id):
             found.append(type(exc).__name__)
     raise RuntimeError(' | '.join(found))
 """.encode()
-    from grader.compile import compile_submission
+    from grader.judging.compile import compile_submission
     outcome = compile_submission(source, [(1, 0)], SETTINGS.sandbox_limits)
     failure = outcome.kernels[(1, 0)]
     assert failure.verdict in ("SV", "CE")

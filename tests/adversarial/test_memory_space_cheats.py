@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.compile import compile_submission
-from grader.pipeline import grade_source, judge
+from grader.judging.compile import compile_submission
+from grader.judging.pipeline import grade_source, judge
 
 from test_corpus import POINTS, SETTINGS
 

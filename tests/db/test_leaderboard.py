@@ -78,3 +78,16 @@ def test_all_submissions_lists_everything_oldest_first_with_status(factory, add_
     ]
     assert "source" not in rows[0]
     assert rows[0]["sha256"] == "ab" * 32 and rows[0]["file_name"] == "kernel.py"
+
+
+def test_organisers_are_not_ranked_unless_asked_for(factory, add_submission):
+    from db.users import User
+
+    root, alice = add_submission("root"), add_submission("alice")
+    _set_scores(factory, root, 100.0)
+    _set_scores(factory, alice, 40.0)
+    with session_scope(factory) as session:
+        session.query(User).filter(User.name == "root").update({"is_admin": True})
+    with session_scope(factory) as session:
+        assert [(r["rank"], r["user_name"]) for r in leaderboard(session)] == [(1, "alice")]
+        assert [r["user_name"] for r in leaderboard(session, organisers=True)] == ["root", "alice"]

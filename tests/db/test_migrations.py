@@ -10,7 +10,7 @@ from db.models import metadata
 from db.session import make_engine
 
 TABLES = {"users", "submissions", "test_point_results", "compiled_points", "contest_settings", "outbox", "leases",
-          "point_traces"}
+          "point_traces", "web_sessions", "clarifications", "announcements", "message_marks"}
 
 
 def _differences(url):
@@ -52,3 +52,27 @@ def test_an_empty_database_differs_from_the_models(db_url):
     # Guards the comparison itself: it must see missing tables.
     added = {diff[1].name for diff in _differences(db_url) if diff[0] == "add_table"}
     assert added == TABLES
+
+
+def test_the_migrated_verdict_constraint_is_the_judgers_verdict_list(db_url):
+    """The one verdict list is judger.verdicts.VERDICTS: the model's check constraint is built from it, and
+    the database the migrations make accepts exactly those verdicts (a new verdict needs a migration)."""
+    from sqlalchemy import text
+
+    from judger.verdicts import VERDICTS
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            if engine.dialect.name == "sqlite":
+                ddl = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'test_point_results'")).scalar()
+            else:
+                ddl = conn.execute(text("SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                                        "WHERE conname = 'ck_test_point_results_verdict'")).scalar()
+    finally:
+        engine.dispose()
+    listed = tuple(v for v in ("AC", "WA", "CE", "RE", "TLE", "MLE", "SV", "IE", "XX") if f"'{v}'" in ddl)
+    assert listed == VERDICTS and len(VERDICTS) == 8
+    model = next(c for c in metadata.tables["test_point_results"].constraints if getattr(c, "name", "") and
+                 "verdict" in str(c.name))
+    assert all(f"'{v}'" in str(model.sqltext) for v in VERDICTS)

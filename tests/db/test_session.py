@@ -162,6 +162,9 @@ def test_a_read_only_scope_sees_a_snapshot_without_waiting_for_a_writer_and_refu
     if factory.kw["bind"].dialect.name == "sqlite":
         with pytest.raises(Exception, match="readonly"), session_scope(factory, read_only=True) as session:
             get_or_create_user(session, "refused")
+    else:  # PostgreSQL: REPEATABLE READ, READ ONLY
+        with pytest.raises(Exception, match="read-only transaction"), session_scope(factory, read_only=True) as session:
+            get_or_create_user(session, "refused")
     with session_scope(factory) as session:
         get_or_create_user(session, "after")
         names = set(session.scalars(text("SELECT name FROM users")))

@@ -7,7 +7,8 @@ from sqlalchemy import select
 from db.results import claim_attempt, record_result
 from db.session import session_scope
 from db.submissions import Submission, get_submission
-from db.totals import finalize_submission, mean_task_score
+from db.totals import finalize_submission
+from judger.scoring import task_score
 
 # A concrete submission: (task, point) -> (verdict, score).
 EXAMPLE = {
@@ -100,8 +101,8 @@ def test_finalize_rejects_bad_input(factory, submission_id, weights, points_per_
         assert session.scalar(select(Submission.total).where(Submission.id == submission_id)) is None
 
 
-def test_mean_task_score():
-    assert mean_task_score([100.0, 55.0], 10) == 7.75
-    assert mean_task_score([100.0] * 4, 40) == 40.0
+def test_the_task_score_finalize_uses_by_default():
+    assert task_score([100.0, 55.0], 10) == 7.75
+    assert task_score([100.0] * 4, 40) == 40.0
     with pytest.raises(ValueError):
-        mean_task_score([], 10)
+        task_score([], 10)

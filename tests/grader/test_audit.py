@@ -1,4 +1,4 @@
-"""Tests for grader/audit.py: the static audit of a submission (issue 5)."""
+"""Tests for grader/judging/audit.py: the static audit of a submission (issue 5)."""
 import dataclasses
 import json
 import textwrap
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.audit import BANNED_NAMES, RULES, AuditReport, Violation, audit_command, audit_file, audit_source
+from grader.cli.audit import audit_command
+from grader.judging.audit import BANNED_NAMES, RULES, AuditReport, Violation, audit_file, audit_source
 
 CLEAN = Path(__file__).parent / "fixtures" / "clean"
 
@@ -463,7 +464,25 @@ OBFUSCATIONS = [
      "denied-route", 3),
     ("import torch\nM = torch.nn.modules.module.methodcaller('from_file', 'x')\n", "denied-route", 2),
     ("import kdt\nclass P:\n    sim = kdt\n", "module-alias", 3),
+    # a submodule reached as an attribute, laundered through a container or a call: the private names
+    # below it were out of sight (`.modules.module.torch._import_dotted_name`; case a44)
+    ("import torch\nM = [torch.nn][0]\n", "module-alias", 2),
+    ("import torch\nM = (lambda m: m)(torch.nn.functional)\n", "module-alias", 2),
+    ("from torch import nn\nM = {'n': nn}['n']\n", "module-alias", 2),
+    ("import kdt\ndef f(s=kdt.simulator):\n    return s\n", "module-alias", 2),
 ]
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nDTYPES = [torch.float32, torch.int32]\n",
+    "import kdt\nOPS = {'add': kdt.add, 'mul': kdt.mul}\n",
+    "import torch\ndef f(x, act=torch.nn.functional.relu):\n    return act(x)\n",
+    "import kdt\ndef get_kernel(t):\n    match kdt.simulator:\n        case s:\n            return s.Recording\n",
+])
+def test_values_of_modules_that_are_not_modules_may_be_handed_around(source):
+    """Functions, classes and dtypes of the allowed packages in containers and defaults stay allowed
+    (contestants write such tables), and so does a match on a module (its captures are followed)."""
+    assert findings(source) == set(), audit_source(source).format()
 
 
 @pytest.mark.parametrize("source,rule,line", OBFUSCATIONS)

@@ -667,7 +667,7 @@ def test_validate_cli_self_test():
 
 
 def test_self_test_detects_a_misbehaving_case(monkeypatch):
-    from grader.design import cli as design_cli
+    from grader.cli import design as design_cli
     from grader.design.selftest import SelfTestCase
 
     wrong = (SelfTestCase("expects rule1 but contract is fine", lambda d, s: None, ("rule1",)),)

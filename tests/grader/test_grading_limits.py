@@ -1,4 +1,4 @@
-"""The grading process's memory limit (issue 5: ``MLE``), through ``grader.pipeline.judge`` in a real
+"""The grading process's memory limit (issue 5: ``MLE``), through ``grader.judging.pipeline.judge`` in a real
 subprocess whose address space is capped with the pool's own ``limit_memory``."""
 import json
 import subprocess
@@ -6,15 +6,18 @@ import sys
 from pathlib import Path
 
 from grader.config import load_settings
-from grader.pipeline import prepare
+from grader.judging.pipeline import prepare
 
 FIXTURE = Path(__file__).parent / "fixtures" / "limits" / "big_temporary.py"
 
 CHILD = r"""
-import json, sys
+import importlib, json, sys
 from grader.config import load_settings
-from grader.pipeline import judge
-from grader.pool import limit_memory
+from grader.judging.pipeline import judge
+from grader.runtime.pool import PRELOAD, limit_memory
+
+for name in PRELOAD:  # what a pool process has imported (its fork server preloads it) before its limit
+    importlib.import_module(name)
 
 compiled_point = json.loads(sys.stdin.read())
 vm_kib = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize:")).split()[1])
@@ -44,7 +47,7 @@ def test_running_out_of_grading_memory_is_mle_and_enough_memory_is_ac_or_wa():
 def test_a_kernel_that_launches_itself_while_compiling_is_graded_like_the_judger_grades_it():
     """Autotuning: `.compile` calls the public `kdt.launch_kernel`. The simulator's own library loads
     (threadpoolctl's ctypes) happen before the sandbox's audit hook, so this is AC, as in `judger.py`."""
-    from grader.pipeline import grade_source
+    from grader.judging.pipeline import grade_source
 
     source = (Path(__file__).parent / "fixtures" / "autotune_launch.py").read_bytes()
     results = grade_source(source, load_settings(), points=[(1, 0), (1, 1)])

@@ -1,4 +1,4 @@
-"""grader.pyparse.parse is safe under threads (CPython 3.11's ast.parse is not: a thread switch inside its
+"""grader.judging.pyparse.parse is safe under threads (CPython 3.11's ast.parse is not: a thread switch inside its
 C-to-Python conversion fails another thread's parse with "AST constructor recursion depth mismatch", which
 made one of 50 concurrent uploads an HTTP 500). A gc callback runs Python code inside every collection,
 which makes such switches frequent; every intake-side caller goes through the lock."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import audit, pipeline, pyparse
+from grader.judging import audit, pipeline, pyparse
 
 SOURCE = (Path(__file__).resolve().parents[2] / "submissions" / "examples" / "optimized.py").read_text()
 

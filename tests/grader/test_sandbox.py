@@ -1,11 +1,11 @@
-"""The sandboxed child (grader.sandbox): real subprocesses doing hostile things, and the limits holding."""
+"""The sandboxed child (grader.judging.sandbox): real subprocesses doing hostile things, and the limits holding."""
 import os
 import shutil
 import textwrap
 
 import pytest
 
-from grader.sandbox import SandboxLimits, network_isolation_available, run_sandboxed
+from grader.judging.sandbox import SandboxLimits, network_isolation_available, run_sandboxed
 
 LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=4, memory_bytes=512 * 2**20, output_bytes=50_000)
 
@@ -57,7 +57,10 @@ def test_output_flood_is_cut():
 
 
 def test_file_size_limit():
-    r = run_sandboxed(("script", "c.py"), [], {"c.py": b"open('big', 'wb').write(b'x' * 10_000_000)"},
+    """In the output area (TMPDIR: the only writable place of a contained run; the work directory itself
+    when uncontained)."""
+    code = b"import os; open(os.path.join(os.environ['TMPDIR'], 'big'), 'wb').write(b'x' * 10_000_000)"
+    r = run_sandboxed(("script", "c.py"), [], {"c.py": code},
                       SandboxLimits(cpu_seconds=2, wall_seconds=4, file_bytes=1_000_000))
     assert not r.ok and (r.signal_name == "SIGXFSZ" or b"File too large" in r.stderr)
 
@@ -70,7 +73,7 @@ def test_runs_unprivileged_and_cannot_touch_our_files(tmp_path):
         print(os.getuid())
         try:
             open({target!r}, 'w').write('x')
-        except PermissionError:
+        except OSError:  # EACCES by the user id; EROFS too when contained (host mounts are read-only)
             print('write refused')
         try:
             open('/etc/shadow').read()
@@ -87,10 +90,15 @@ def test_runs_unprivileged_and_cannot_touch_our_files(tmp_path):
 def test_the_world_writable_directories_are_private_and_empty(tmp_path):
     """/tmp and /var/tmp are an empty read-only tmpfs for the child (the judge here is not installed below
     them): nothing another process left there can be read, and nothing can be left for a later run."""
-    from grader.sandbox import PRIVATE_TMP, hidden_dirs
+    from grader.judging.sandbox import PRIVATE_TMP, containment, hidden_dirs, keep_paths
     import sys
 
-    assert set(PRIVATE_TMP) <= set(hidden_dirs(sys.executable, ""))
+    # This checkout and its interpreter, where they lie below /tmp themselves: a contained child sees them
+    # there (bound back), an uncontained one sees all of /tmp (test_a_judge_installed_below_tmp_keeps_...).
+    own = [p for p in keep_paths(sys.executable, "") if p.startswith("/tmp/")]
+    if own and not containment().complete:
+        pytest.skip("the judge lies below /tmp and runs uncontained here: /tmp stays visible")
+    assert set(PRIVATE_TMP) - ({"/tmp"} if own else set()) <= set(hidden_dirs(sys.executable, ""))
     secret = tmp_path / "left-by-someone"
     secret.write_text("a token")
     os.chmod(tmp_path, 0o755)
@@ -98,7 +106,7 @@ def test_the_world_writable_directories_are_private_and_empty(tmp_path):
     marker = "/var/tmp/kdt-sandbox-test-left-behind"
     r = run(f"""
         import os
-        print(os.listdir('/tmp'), os.listdir('/var/tmp'), os.path.exists({str(secret)!r}))
+        print(sorted(os.listdir('/tmp')), os.listdir('/var/tmp'), os.path.exists({str(secret)!r}))
         for path in ('/tmp/x', {marker!r}):
             try:
                 open(path, 'w').write('x')
@@ -108,13 +116,15 @@ def test_the_world_writable_directories_are_private_and_empty(tmp_path):
         print(os.getcwd().startswith('/var/lib/kdt-grade-sandbox/kdt-sandbox-'), os.listdir('.'))
     """)
     assert r.ok, r.stderr
-    assert r.stdout.decode().split("\n")[:4] == ["[] [] False", "refused 13", "refused 13", "True ['child.py']"]
+    lines = r.stdout.decode().split("\n")[:4]
+    assert lines[0] == f"{sorted({p.split('/')[2] for p in own})} [] False" and lines[3] == "True ['child.py']"
+    assert lines[1:3] in (["refused 13"] * 2, ["refused 30"] * 2)  # EACCES, or EROFS when contained
     assert not os.path.exists(marker)
 
 
-def test_a_judge_installed_below_tmp_keeps_tmp_visible():
-    """A clone in /tmp (a newcomer's) must still load: /tmp is then left as it is."""
-    from grader.sandbox import HIDDEN_DIRS, hidden_dirs
+def test_a_judge_installed_below_tmp_keeps_tmp_visible_when_uncontained():
+    """Uncontained (no root): a clone in /tmp (a newcomer's) must still load, /tmp is left as it is."""
+    from grader.judging.sandbox import HIDDEN_DIRS, hidden_dirs
 
     assert hidden_dirs("/tmp/clone/.venv/bin/python", "") == HIDDEN_DIRS + ("/var/tmp",)
     assert "/tmp" not in hidden_dirs("/usr/bin/python3.11", "/tmp/clone/.venv/lib/python3.11/site-packages")
@@ -197,7 +207,7 @@ def test_a_work_directory_left_by_a_killed_run_is_removed_before_its_user_id_run
         pytest.skip("per-run sandbox users need root (the judge's workers run as root)")
     import tempfile
 
-    from grader.sandbox import UID_BASE, UID_SLOTS, _work_root
+    from grader.judging.sandbox import UID_BASE, UID_SLOTS, _work_root
     stale = []
     for uid in range(UID_BASE, UID_BASE + UID_SLOTS):
         path = tempfile.mkdtemp(prefix="kdt-sandbox-", dir=_work_root())
@@ -219,3 +229,79 @@ def test_a_work_directory_left_by_a_killed_run_is_removed_before_its_user_id_run
     assert sum(not os.path.exists(p) for p in stale) >= 1  # at least the directory of the uid that ran
     for p in stale:
         shutil.rmtree(p, ignore_errors=True)
+
+
+@pytest.mark.skipif(not __import__("grader.judging.sandbox").judging.sandbox.containment().complete,
+                    reason="contained runs need root, namespaces and cgroups (CI runs as root)")
+def test_a_judge_installed_below_tmp_is_bound_back_read_only_and_the_rest_of_tmp_stays_hidden(monkeypatch):
+    """Contained: /tmp is always an empty tmpfs; only the judge's own install below it (here a site
+    directory in /tmp) is bound back, read-only. Another directory of /tmp stays invisible."""
+    import sys
+    import tempfile
+
+    from grader.judging import sandbox
+
+    # What is bound back below /tmp anyway: this checkout and its interpreter, when they lie there themselves.
+    own = [p for p in sandbox.keep_paths(sys.executable, "") if p.startswith("/tmp/")]
+    install = tempfile.mkdtemp(prefix="kdt-judge-", dir="/tmp")
+    secret_dir = tempfile.mkdtemp(prefix="kdt-secret-", dir="/tmp")
+    try:
+        site = os.path.join(install, "site-packages")
+        os.mkdir(site)
+        with open(os.path.join(site, "kdt_probe_mod.py"), "w") as f:
+            f.write("X = 42\n")
+        with open(os.path.join(secret_dir, "token"), "w") as f:
+            f.write("secret")
+        for path in (install, site, secret_dir):
+            os.chmod(path, 0o755)
+        assert [p for p in sandbox.keep_paths(sys.executable, site) if p.startswith("/tmp/")] == sorted([site, *own])
+        real = sandbox._interpreter
+        monkeypatch.setattr(sandbox, "_interpreter", lambda user: (real(user)[0], site))
+        r = run(f"""
+            import os, kdt_probe_mod
+            try:
+                open({site!r} + '/dropped.py', 'w')
+                wrote = 'written'
+            except OSError as e:
+                wrote = e.errno
+            print(kdt_probe_mod.X, sorted(os.listdir('/tmp')), os.path.exists({secret_dir!r}), wrote)
+        """)
+        assert r.ok, r.stderr
+        tops = sorted({os.path.basename(install)} | {p.split("/")[2] for p in own})
+        assert r.stdout.decode().split("\n")[0] == f"42 {tops} False 30"
+        assert not os.path.exists(os.path.join(site, "dropped.py"))
+    finally:
+        shutil.rmtree(install, ignore_errors=True)
+        shutil.rmtree(secret_dir, ignore_errors=True)
+
+
+def test_as_root_without_containment_nothing_runs_unless_an_organiser_allows_it(tmp_path, monkeypatch):
+    """A host without PID namespaces or cgroups (simulated: the probe's answer; the runs are real): the run is
+    ``unavailable`` (the judge's fault) and the child never ran; with ``allow_uncontained`` it runs, with
+    per-process limits only, and says so."""
+    from dataclasses import replace
+
+    from grader.judging import sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the refusal applies to a root judge")
+    state = sandbox.containment()
+    monkeypatch.setitem(sandbox._CONTAINMENT, "c", replace(state, namespaces=False, problems=("no namespaces",)))
+    code = "import os; print('ran', os.getpid() > 2)"
+    refused = run(code)
+    assert refused.status == "unavailable" and b"KDT_GRADE_ALLOW_UNCONTAINED=1" in refused.stderr
+    assert refused.stdout == b"" and refused.wall_seconds == 0.0  # nothing was started
+    allowed = run(code, SandboxLimits(cpu_seconds=2, wall_seconds=4, allow_uncontained=True))
+    assert allowed.ok and allowed.stdout == b"ran True\n" and not allowed.contained and allowed.unprivileged
+
+
+def test_a_result_line_larger_than_any_ir_is_refused_before_it_is_parsed():
+    """The child's result lines are parsed in the trusted process: a line of more JSON arrays than an IR can
+    have nodes (or longer than the IR's byte limit) is tampering, refused without json.loads (the attacker
+    review: a 21-million-array line took 1.9 GB and 28 s to parse)."""
+    from grader.judging.compile import MAX_LINE_CHARS, MAX_LINE_CONTAINERS, _parse_results
+    many = ('{"task": 1, "point": 0, "ir": ' + "[]," * (MAX_LINE_CONTAINERS + 1) + "[]}").encode()
+    assert _parse_results(b'{"ready": true}\n' + many, {(1, 0)}) == (
+        {}, [], "line 2 is larger than any IR the judge accepts", True)
+    long = b'{"ready": true}\n{"task": 1, "point": 0, "ir": "' + b"x" * MAX_LINE_CHARS + b'"}'
+    assert _parse_results(long, {(1, 0)})[2] == "line 2 is larger than any IR the judge accepts"

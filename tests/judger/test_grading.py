@@ -113,15 +113,66 @@ def test_other_compile_failures():
                               "misc_compile_failures.py)")
 
 
-def test_front_end_internal_error_is_ie():
+def test_a_contestants_internal_error_is_ce():
+    """Issue 20: the front end's InternalError raised by the contestant's own .compile (or a subclass of
+    it) is the contestant's error, CE; it was IE (and compiled three times) before."""
     class Broken:
         def compile(self, task_args, io_tensors):
             raise kdt.language.errors.InternalError("internal error: boom", 3, 1)
 
+    class Mine(kdt.language.errors.InternalError):
+        pass
+
+    class Subclassed(Broken):
+        def compile(self, task_args, io_tensors):
+            raise Mine("internal error: boom", 3, 1)
+
+    for obj in (Broken(), Subclassed()):
+        with pytest.raises(CompileFailed) as info:
+            compile_point(obj, T1, SMALL)
+        assert info.value.verdict is Verdict.CE
+        assert "InternalError: Line 3, Col 1, internal error: boom" in info.value.message or \
+            "Mine: Line 3, Col 1, internal error: boom" in info.value.message
+        assert "not your fault" not in info.value.message
+
+
+@kdt.kernel(num_jobs_calculator=lambda task_args: task_args["N"] // 128)
+def _fills(task_args, io_tensors):
+    x = kdt.alloc_spm((128,))
+    kdt.fill(x, 0.0)
+
+
+def test_front_end_internal_error_is_ie(monkeypatch):
+    """A bug of the front end itself (here: a visitor that fails on every constant, installed as if it
+    shipped with kdt) while compiling a @kdt.kernel is IE, not the contestant's fault."""
+    import judger.grading as grading
+    from kdt.language.frontend import KernelBuilder
+
+    monkeypatch.setattr(KernelBuilder, "visit_Constant", int)  # int(self, node): a TypeError without a frame
+    monkeypatch.setattr(grading, "_PRISTINE_KDT", grading._kdt_namespaces())
     with pytest.raises(CompileFailed) as info:
-        compile_point(Broken(), T1, SMALL)
+        compile_point(_fills, T1, SMALL)
     assert info.value.verdict is Verdict.IE
-    assert "not your fault" in info.value.message
+    assert "not your fault" in info.value.message and "internal error: TypeError" in info.value.message
+
+
+def test_the_same_front_end_failure_is_ce_when_the_submission_caused_it(monkeypatch):
+    """The identical failure is CE when the submission brought it about: it replaced a front-end method
+    (with a builtin, so no frame of its file shows; the kdt fingerprint differs), its own code ran on the
+    way (a frame of a file outside the judge), or it replaced KernelFunction.compile on the object."""
+    from kdt.language.frontend import KernelBuilder
+
+    with monkeypatch.context() as m:
+        m.setattr(KernelBuilder, "visit_Constant", int)
+        with pytest.raises(CompileFailed) as info:
+            compile_point(_fills, T1, SMALL)
+        assert info.value.verdict is Verdict.CE
+    import judger.grading as grading
+    monkeypatch.setattr(KernelBuilder, "visit_Constant", lambda self, node: 1 / 0)  # a frame of this file
+    monkeypatch.setattr(grading, "_PRISTINE_KDT", grading._kdt_namespaces())
+    with pytest.raises(CompileFailed) as info:
+        compile_point(_fills, T1, SMALL)
+    assert info.value.verdict is Verdict.CE and "ZeroDivisionError" in info.value.message
 
 
 # ---- RE ---------------------------------------------------------------------------------------------
@@ -249,7 +300,7 @@ def test_kernel_prints_go_to_print_file():
     out = iolib.StringIO()
     r = grade("prints", print_file=out)
     assert r.verdict is Verdict.AC
-    assert out.getvalue() == "[Job 0] block start: 0\n" * 3  # one launch per trial
+    assert out.getvalue() == "[Job 0] block start: []\n" * 3  # one launch per trial
     r = grade("prints")  # discarded by default
     assert r.verdict is Verdict.AC
 

@@ -1,7 +1,6 @@
 """The score formula at and around the threshold, task totals and the MXM utilisation (judging.md)."""
 import pytest
 
-from db.totals import mean_task_score
 from judger import scoring
 from judger.grading import summarize, task_totals
 from judger.tasks import POINTS_PER_TASK, TASKS, WEIGHTS
@@ -59,7 +58,9 @@ def test_task_score_and_total():
                                            ([36.84302987319042, 35.064761341250616], 20),
                                            ([100.0, 23.1, 23.05, 0.0], 40)])
 def test_task_score_is_the_db_layers_formula(scores, weight):
-    assert scoring.task_score(scores, weight) == mean_task_score(scores, weight)
+    from db import totals
+    assert totals.contest_task_score is scoring.task_score  # one formula: the database layer uses this one
+    assert scoring.task_score(scores, weight) == sum(scores) / len(scores) * weight / 100
 
 
 def test_full_marks_total_100():
@@ -96,3 +97,20 @@ def test_weights_and_point_counts():
     assert WEIGHTS == {1: 10, 2: 20, 3: 30, 4: 40}
     assert POINTS_PER_TASK == {1: 2, 2: 2, 3: 2, 4: 4}
     assert sum(WEIGHTS.values()) == 100
+
+
+def test_cycles_for_score_is_the_exact_inverse_on_every_threshold():
+    """For each contest threshold and a range of scores: the cycles returned score at least that much, one
+    cycle more scores less. 90 points at T = 23272 needs 23,967 cycles or fewer: 23272 * (90 / 80) ** 0.25 = 23967.4 (the page's table)."""
+    thresholds = sorted({p.threshold for t in TASKS.values() for p in t.points})
+    for threshold in thresholds:
+        assert scoring.cycles_for_score(100, threshold) == threshold
+        for score in (99.999, 95, 90, 75.5, 50, 25, 10.001):
+            cycles = scoring.cycles_for_score(score, threshold)
+            assert scoring.point_score(cycles, threshold) >= score > scoring.point_score(cycles + 1, threshold)
+    assert scoring.cycles_for_score(90, 23272) == 23967
+    assert scoring.cycles_for_score(10, 23272) is None and scoring.cycles_for_score(0, 8000) is None
+    with pytest.raises(ValueError):
+        scoring.cycles_for_score(100.5, 8000)
+    with pytest.raises(ValueError):
+        scoring.cycles_for_score(50, 0)

@@ -1,6 +1,13 @@
 """Helpers shared by the kdt test modules."""
 import contextlib
+import inspect
 import resource
+
+
+def line_of(kernel, needle: str) -> int:
+    """The 1-based line, in its file, of the first source line of ``kernel`` that contains ``needle``."""
+    lines, first = inspect.getsourcelines(kernel.fn)
+    return next(first + i for i, line in enumerate(lines) if needle in line)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import kdt
-from kdt_testlib import address_space_limit
+from kdt_testlib import address_space_limit, line_of
 from kdt.language import errors as E
 
 SPEC = kdt.TPUSpec(num_sms=1, load_store_latency=10)
@@ -742,23 +742,37 @@ def printing(task_args, io_tensors):
     t = kdt.alloc_spm((3,))
     kdt.load(io_tensors['x'][j], t)
     kdt.print(t, "tile")
-    kdt.print(j * 2 + 1, "scalar")
     kdt.print(t, msg="only0", print_only_if_job0=True)
-    kdt.print(j, "only0 scalar", True)
-    kdt.print(j / 4)
+    kdt.print(t[j:j + 1], "", True)
+    kdt.print(t[1:2])
 
 
-def test_print_of_scalars_and_tiles(capsys):
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def printing_a_scalar(task_args, io_tensors):
+    j = kdt.get_job_id()
+    kdt.print(j * 2 + 1, "scalar")
+
+
+def test_print_takes_a_tile_only():
+    """Spec §2: print's x must be a tile; a scalar (here a job-id expression) is a compile-time TypeError,
+    as in the handout."""
+    with pytest.raises(E.TypeError) as info:
+        printing_a_scalar.compile({}, {})
+    assert str(info.value) == (f"Line {line_of(printing_a_scalar, 'kdt.print')}, Col 15, 'x' of kdt.print must be "
+                               "a tile, got a scalar")
+
+
+def test_print_of_tiles(capsys):
     io = {'x': torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.5]])}
     prof = kdt.Profile()
     # per job: fill 1, load 1->11, the tile prints (free) 11->11: 11 cycles each, 1 SM
     assert run(printing, io, profile=prof) == 22
     assert capsys.readouterr().out.splitlines() == [
-        "[Job 0] tile: array([1., 2., 3.], dtype=float32)", "[Job 0] scalar: 1",
-        "[Job 0] only0: array([1., 2., 3.], dtype=float32)", "[Job 0] only0 scalar: 0", "[Job 0] : 0.0",
-        "[Job 1] tile: array([4. , 5. , 6.5], dtype=float32)", "[Job 1] scalar: 3", "[Job 1] : 0.25"]
-    assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11], ["print", 11, 11]]
-    assert prof.trace(1) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11]]
+        "[Job 0] tile: [1. 2. 3.]", "[Job 0] only0: [1. 2. 3.]", "[Job 0] : [1.]", "[Job 0] : [2.]",
+        "[Job 1] tile: [4.  5.  6.5]", "[Job 1] : [5.]"]
+    assert prof.trace(0) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11], ["print", 11, 11],
+                             ["print", 11, 11], ["print", 11, 11]]
+    assert prof.trace(1) == [["fill", 1, 1], ["load", 1, 11], ["print", 11, 11], ["print", 11, 11]]
 
 
 def test_print_file_receives_the_output(capsys):
@@ -767,7 +781,7 @@ def test_print_file_receives_the_output(capsys):
     io = {'x': torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])}
     assert run(printing, io, print_file=buf) == 22
     assert capsys.readouterr().out == ""
-    assert buf.getvalue().count("\n") == 8
+    assert buf.getvalue().count("\n") == 6
 
 
 # ---- hostile but valid kernels: the wall-clock limit must hold ---------------------------------------
@@ -911,10 +925,16 @@ REJECTED = [
     ("n = kdt.alloc_spm((4,), init_value=task_args['n'])", "UnsupportedFeatureError"),
     ("kdt.fill(t, task_args['n'])", "UnsupportedFeatureError"),
     ("for i in range(task_args['n']):\n        pass", "UnsupportedFeatureError"),
-    ("for i in range(0, task_args['n'] + 1):\n        pass", "UnsupportedFeatureError"),
+    ("for i in range(0, task_args['n']):\n        pass", "UnsupportedFeatureError"),
+    ("n = t[task_args['n']:]", "UnsupportedFeatureError"),
+    ("kdt.reduce(t, task_args['n'], 'sum', t)", "UnsupportedFeatureError"),
+    ("kdt.print(t, 'a', task_args['n'])", "UnsupportedFeatureError"),
+    ("n = kdt.unsqueeze(t, task_args['n'])", "UnsupportedFeatureError"),
+    ("kdt.print(kdt.get_job_id())", "TypeError"),
+    ("kdt.print(task_args['n'])", "TypeError"),
     ("n = t[task_args['n']]", "UnsupportedFeatureError"),
     ("n = t[0:task_args['n']]", "UnsupportedFeatureError"),
-    ("n = io_tensors['x'][kdt.get_job_id() * task_args['n']]", "UnsupportedFeatureError"),
+    ("n = io_tensors['x'][task_args['n']]", "UnsupportedFeatureError"),
     ("n = io_tensors['missing']", "KeyError"),
     ("kdt.add(io_tensors['x'], t, t)", "KeyError"),
     ("kdt.add(t, t, io_tensors['x'])", "KeyError"),

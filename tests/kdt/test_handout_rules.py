@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import kdt
+from kdt_testlib import line_of
 from kdt.ir import nodes as irn
 from kdt.ir.ops import OPS, SPACE_OF_KIND, STAGES
 from kdt.language import errors as E
@@ -53,12 +54,6 @@ def compile_error(kernel, io, task_args=None):
     with pytest.raises(E.CompilationError) as ei:
         kernel.compile(dict(task_args or {}), io)
     return ei.value
-
-
-def line_of(kernel, needle):
-    import inspect
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return next(first + i for i, line in enumerate(lines) if needle in line)
 
 
 # ---- 1. memory spaces (spec §3) ---------------------------------------------------------------------
@@ -305,7 +300,7 @@ def test_float_and_bool_constants_are_converted_as_in_the_handout():
                                  ["store", 268, 278]]
     assert ["print", 141, 141] not in prof.trace(1)
     assert torch.equal(io['s'], x.sum(1)) and torch.equal(io['m'], 2 * (x @ x.T))
-    assert out == "[Job 0] s: array([ 6., 22.], dtype=float32)\n"
+    assert out == "[Job 0] s: [ 6. 22.]\n"
 
 
 @kdt.kernel(num_jobs_calculator=one_job)
@@ -408,8 +403,85 @@ def test_compile_refusals_with_the_handouts_class():
     assert str(exc).endswith("alloc_spm shape must be a tuple such as (64, 128) or an int literal, got 'n'")
     exc = compile_error(task_args_in_a_range, {}, {'n': 2})
     assert type(exc) is E.UnsupportedFeatureError
-    assert str(exc).endswith("task_args[...] cannot be used directly in a range bound: bind it to a name first "
-                             "(n = task_args['n'])")
+    assert str(exc) == (f"Line {line_of(task_args_in_a_range, 'for i')}, Col 20, a bare task_args[...] cannot be "
+                        "a range bound: bind it to a name first (n = task_args['n']) or write it inside an expression")
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def an_alias_of_task_args_in_a_range(task_args, io_tensors):
+    ta = task_args
+    for i in range(ta['n']):
+        kdt.get_job_id()
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def an_alias_of_task_args_in_a_shape(task_args, io_tensors):
+    ta = task_args
+    t = kdt.alloc_spm((ta['n'], 8))
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def an_alias_inside_an_operator(task_args, io_tensors):
+    ta = task_args
+    t = kdt.alloc_spm((ta['n'] * 4,))
+    for i in range(ta['n'] + 0):
+        kdt.fill(t[i:i + 1], 1.0)
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def the_same_with_literals(task_args, io_tensors):
+    t = kdt.alloc_spm((2 * 4,))
+    for i in range(2 + 0):
+        kdt.fill(t[i:i + 1], 1.0)
+
+
+def test_a_bare_subscript_of_an_alias_of_task_args_is_refused_like_task_args_itself():
+    """The handout's reader of the resolved positions knows no subscript at all, whatever its base: a name
+    bound to task_args (``ta = task_args``) is refused in those positions like ``task_args`` itself, and
+    is an ordinary scalar inside an operator."""
+    for kernel, what, fix in ((an_alias_of_task_args_in_a_range, "a range bound", "ta['n']"),
+                              (an_alias_of_task_args_in_a_shape, "an alloc_spm shape item", "ta['n']")):
+        exc = compile_error(kernel, {}, {'n': 2})
+        assert type(exc) is E.UnsupportedFeatureError, (kernel, exc)
+        assert f"a bare task_args[...] cannot be {what}: bind it to a name first (n = {fix})" in str(exc)
+    assert run(an_alias_inside_an_operator, {}, {'n': 2}) == run(the_same_with_literals, {}) == (1, "")
+
+
+@kdt.kernel(num_jobs_calculator=two_jobs)
+def task_args_inside_operators(task_args, io_tensors):
+    t = kdt.alloc_spm((task_args['N'] * 2,))
+    u = kdt.alloc_spm((4,), init_value=task_args['K'] + 0.5)
+    for i in range(task_args['N'] // 4):
+        kdt.load(io_tensors['x'][kdt.get_job_id() * task_args['N'] + i * 4:kdt.get_job_id() * task_args['N'] + i * 4 + 4],
+                 t[i * 4:i * 4 + 4])
+    for i in range(-task_args['K'] + 3):
+        kdt.add(t[task_args['N'] - 4:task_args['N'] - 0], u, t[task_args['N'] - 4:task_args['N'] - 0])
+    r = kdt.alloc_spm((1,))
+    kdt.reduce(kdt.unsqueeze(t[0:task_args['N'] + 0], task_args['K'] - 2), task_args['K'] - 1, 'sum', r)
+    kdt.fill(u, task_args['K'] * 2)
+    kdt.store(t[0:task_args['N'] * 1], io_tensors['y'][kdt.get_job_id()])
+    kdt.store(r, io_tensors['r'][kdt.get_job_id()])
+    kdt.store(u, io_tensors['u'][kdt.get_job_id()])
+    if task_args['K'] == 2:
+        kdt.print(u, "u", task_args['K'] == 2)
+
+
+def test_task_args_inside_an_operator_is_an_ordinary_scalar_in_every_position(capsys):
+    """Spec §2: only a bare task_args[...] is refused in the resolved positions. N=8, K=2 (2 jobs):
+    t (16,), u = 2.5 until filled with 4; each job loads its 8 elements in two loads of 4, adds u once
+    (range(1)) to the last 4 of them, reduces them into r (unsqueeze dim 0, reduce dim 1). Per job: fills
+    of t and u 1, loads 1->11 2->12, add 12->13, fill of r 13 (free, at the next issue), reduce 13->14,
+    fill of u 14, stores 14->24 (y), 15->25 (r), 16->26 (u), print 17 (free): 26 cycles, 2 jobs on 1 SM."""
+    x = torch.arange(16.0)
+    io = {'x': x, 'y': torch.zeros(2, 8), 'r': torch.zeros(2, 1), 'u': torch.zeros(2, 4)}
+    cycles, out = run(task_args_inside_operators, io, {'N': 8, 'K': 2})
+    expected_y = x.reshape(2, 8).clone()
+    expected_y[:, 4:] += 2.5
+    assert io['y'].tolist() == expected_y.tolist()
+    assert io['r'].tolist() == [[float(expected_y[0].sum())], [float(expected_y[1].sum())]]
+    assert io['u'].tolist() == [[4.0] * 4] * 2
+    assert out == "[Job 0] u: [4. 4. 4. 4.]\n"
+    assert cycles == 52
 
 
 @kdt.kernel(num_jobs_calculator=one_job)
@@ -431,13 +503,28 @@ def empty_views(task_args, io_tensors):
     kdt.load(io_tensors['x'][off:off], t[0:0])
 
 
-def test_an_empty_view_past_the_end_of_its_storage_is_a_launch_value_error():
-    """An empty view at the end (offset 4 of 4 elements) is fine: fill 1, load 1->11."""
+@kdt.kernel(num_jobs_calculator=one_job)
+def empty_columns(task_args, io_tensors):
+    off = task_args['off']
+    t = kdt.alloc_spm((4, 1))
+    kdt.load(io_tensors['x'][0:0, off:off + 1], t[0:0, 0:1])
+
+
+def test_an_empty_view_past_the_end_of_its_storage_is_an_index_error_or_a_value_error():
+    """Spec §3's check counts a size-0 dimension as -stride: an empty view at the end (offset 4 of 4
+    elements) is fine (fill 1, load 1->11); at offset 5 it fails the check (5 - 1 >= 4: IndexError, as the
+    handout's 'Start index 12 with shape [0]' of recorded program s101/940). A view that passes the check
+    but starts past the end (x (2, 4): sizes (0, 1), strides (4, 1), offset 9: 9 - 4 + 0 < 8)
+    is the ValueError of the handout's numpy ('strides is incompatible with ... size of buffer')."""
     assert run(empty_views, {'x': torch.zeros(4)}, {'off': 4})[0] == 11
     exc, _ = launch_error(empty_views, {'x': torch.zeros(4)}, {'off': 5})
+    assert type(exc) is L.OutOfBoundsError and isinstance(exc, IndexError)
+    assert str(exc) == (f"Line {line_of(empty_views, 'kdt.load')}, kdt.load: view of 'x' (offset 5, sizes (0,), "
+                        "strides (1,)) reaches element 4, outside its 4 elements")
+    exc, _ = launch_error(empty_columns, {'x': torch.zeros(2, 4)}, {'off': 9})
     assert type(exc) is L.ValueError
-    assert str(exc) == (f"Line {line_of(empty_views, 'kdt.load')}, kdt.load: an empty view of 'x' starts at "
-                        "element 5, past the end of its 4 elements")
+    assert str(exc) == (f"Line {line_of(empty_columns, 'kdt.load')}, kdt.load: an empty view of 'x' starts at "
+                        "element 9, past the end of its 8 elements")
 
 
 @kdt.kernel(num_jobs_calculator=one_job)
@@ -455,15 +542,39 @@ def bool_operands(task_args, io_tensors):
 def test_matmul_accumulating_into_a_bool_tile_and_log_of_a_bool_tile_are_launch_type_errors():
     assert run(bool_operands, {}, {'acc': False, 'mode': 0})[0] == 129  # fills 1, matmul 1->129
     exc, _ = launch_error(bool_operands, {}, {'acc': True, 'mode': 0})
-    assert type(exc) is L.TypeError and str(exc).endswith(
+    assert type(exc) is L.UFuncTypeError and str(exc).endswith(
         "kdt.matmul: 'out' is a bool tile, kdt.matmul needs float32 there when accumulate is true")
     exc, _ = launch_error(bool_operands, {}, {'acc': False, 'mode': 1})
-    assert type(exc) is L.TypeError and str(exc).endswith("kdt.log: 'x' is a bool tile, kdt.log needs float32 there")
+    assert type(exc) is L.UFuncTypeError and str(exc).endswith("kdt.log: 'x' is a bool tile, kdt.log needs float32 there")
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def bool_product(task_args, io_tensors):
+    a = kdt.alloc_spm((2, 2), dtype='bool')
+    b = kdt.alloc_spm((2, 2), dtype='bool')
+    o = kdt.alloc_spm((2, 2), dtype='bool')
+    kdt.load(io_tensors['a'], a)
+    kdt.load(io_tensors['b'], b)
+    kdt.load(io_tensors['o'], o)
+    kdt.matmul(a, b, o, True)
+    kdt.store(o, io_tensors['o'])
+
+
+def test_a_bool_product_accumulates_into_a_bool_tile():
+    """numpy accumulates a bool @ bool product into a bool tile (a logical or), as the handout does (recorded
+    program s103/677); only a float product cannot be. fills 1, loads 1->11 2->12 3->13, matmul 13->141,
+    store 141->151."""
+    a, b = torch.tensor([[True, False], [False, False]]), torch.tensor([[False, True], [False, False]])
+    o = torch.tensor([[False, False], [False, True]])
+    io = {'a': a, 'b': b, 'o': o}
+    assert run(bool_product, io)[0] == 151
+    assert io['o'].tolist() == [[False, True], [False, True]]
 
 
 @kdt.kernel(num_jobs_calculator=one_job)
 def negative_alloc(task_args, io_tensors):
-    kdt.print(1, "job started")
+    s = kdt.alloc_spm((1,))
+    kdt.print(s, "job started")
     t = kdt.alloc_spm((4, -1))
 
 
@@ -504,7 +615,7 @@ def test_exp_and_pow_are_the_handouts_elementwise_float32_powers():
     assert io['pow_b'].tolist() == [1.0, 0.0, 1.0, 0.0]
     assert io['pow_x'].tolist() == [float('inf'), 0.0, 2.0, 0.0]
     assert not torch.signbit(io['pow_x'][1])
-    assert out == "[Job 0] xb: array([ True, False,  True, False])\n"
+    assert out == "[Job 0] xb: [ True False  True False]\n"
 
 
 # ---- 6. exp/log bases --------------------------------------------------------------------------------
@@ -561,9 +672,29 @@ def test_raise_statements_cross_the_json_boundary_and_are_checked_by_the_loader(
         or "raise InternalError(\"reduce op must be one of sum, max, min, got 'mean'\")" in compiled.ir_text()
     doc = json.loads(compiled.to_json())
     stmt = next(s for b in doc["body"] if b["t"] == "if" for s in b["then"] if s["t"] == "raise")
-    for key, value, problem in [("error", "SystemExit", "is not one of"), ("msg", "x" * 5000, "longer than 4096"),
+    for key, value, problem in [("error", "SystemExit", "is not one of"), ("msg", "x" * (2 ** 20 + 1), "longer than 1048576"),
                                 ("line", True, "expected an integer")]:
         saved, stmt[key] = stmt[key], value
         with pytest.raises(kdt.IRFormatError, match=problem):
             kdt.CompiledKernel.from_json(json.dumps(doc))
         stmt[key] = saved
+
+
+@kdt.kernel(num_jobs_calculator=one_job)
+def bare_task_args_outside_resolved_positions(task_args, io_tensors):
+    t = kdt.alloc_spm((4, 1))
+    o = kdt.alloc_spm((4, 4))
+    n = task_args['n']
+    if task_args['n'] == 4:
+        kdt.exp(kdt.broadcast_to(kdt.slice(t, 0, task_args['z'], task_args['n']), 1, task_args['n']), o, task_args['n'])
+        kdt.matmul(o, o, o, task_args['z'])
+    kdt.store(o, io_tensors['y'][0:n])
+
+
+def test_a_bare_task_args_outside_the_resolved_positions_is_accepted():
+    """Spec §2: a scalar assignment, an if condition, exp's y, matmul's accumulate, kdt.slice's start/end and
+    broadcast_to's new_size take a bare task_args['k']: o = 4 ** 0 = 1, then o @ o = 4 (not accumulated).
+    fills 1 1, exp 1->2, matmul 2->130 (128 cycles), store 130->140."""
+    io = {'y': torch.zeros(4, 4)}
+    cycles, _ = run(bare_task_args_outside_resolved_positions, io, {'n': 4, 'z': 0})
+    assert cycles == 140 and io['y'].tolist() == [[4.0] * 4] * 4

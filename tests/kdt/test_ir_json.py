@@ -92,7 +92,7 @@ def every_instruction(task_args, io_tensors):
     kdt.fill(t, -2)
     kdt.store(t, io_tensors['y'][j, 15])
     kdt.print(red[0, 0:2], "red")
-    kdt.print(j * 10, msg="j10", print_only_if_job0=True)
+    kdt.print(red[1, 0:1], msg="j10", print_only_if_job0=True)
 
 
 def every_instruction_io():
@@ -129,66 +129,64 @@ def scalar_operators(task_args, io_tensors):
     j = kdt.get_job_id()
     n = task_args['n']
     t = kdt.alloc_spm((4,))
+    one = kdt.alloc_spm((1,), init_value=1.0)
+    v = kdt.alloc_spm((22,))
     for i in range(1, n):
         for k in range(i, n + 1):
             p = i * 7 + k + j
             q = k - j + 1
-            kdt.print(p - q, "sub")
-            kdt.print(p / q, "div")
-            kdt.print(p // q, "floordiv")
-            kdt.print(p % q, "mod")
-            kdt.print(p & q, "bitand")
-            kdt.print(p | q, "bitor")
-            kdt.print(p ^ q, "xor")
-            kdt.print(p << q, "lshift")
-            kdt.print(p >> q, "rshift")
-            kdt.print(p < q * 3, "lt")
-            kdt.print(p <= q * 4, "le")
-            kdt.print(p > q * 3, "gt")
-            kdt.print(p >= q * 4, "ge")
-            kdt.print(p == 9, "eq")
-            kdt.print(p != 9, "ne")
-            kdt.print(-p, "neg")
-            kdt.print(+q, "pos")
-            kdt.print(not p > q, "not")
-            kdt.print(p > 9 and q > 1, "and")
-            kdt.print(p > 12 or q > 2, "or")
-            kdt.print(p if p > q * 3 else q, "ifx")
+            # exp(one, out, y) writes y ** 1, i.e. the scalar y as a float32; +100 keeps every base above 0
+            kdt.exp(one, v[0:1], p - q + 100)
+            kdt.exp(one, v[1:2], p / q + 100)
+            kdt.exp(one, v[2:3], p // q + 100)
+            kdt.exp(one, v[3:4], p % q + 100)
+            kdt.exp(one, v[4:5], (p & q) + 100)
+            kdt.exp(one, v[5:6], (p | q) + 100)
+            kdt.exp(one, v[6:7], (p ^ q) + 100)
+            kdt.exp(one, v[7:8], (p << q) + 100)
+            kdt.exp(one, v[8:9], (p >> q) + 100)
+            kdt.exp(one, v[9:10], 101 if p < q * 3 else 100)
+            kdt.exp(one, v[10:11], 101 if p <= q * 4 else 100)
+            kdt.exp(one, v[11:12], 101 if p > q * 3 else 100)
+            kdt.exp(one, v[12:13], 101 if p >= q * 4 else 100)
+            kdt.exp(one, v[13:14], 101 if p == 9 else 100)
+            kdt.exp(one, v[14:15], 101 if p != 9 else 100)
+            kdt.exp(one, v[15:16], -p + 100)
+            kdt.exp(one, v[16:17], +q + 100)
+            kdt.exp(one, v[17:18], 101 if not p > q else 100)
+            kdt.exp(one, v[18:19], 101 if p > 9 and q > 1 else 100)
+            kdt.exp(one, v[19:20], 101 if p > 12 or q > 2 else 100)
+            kdt.exp(one, v[20:21], (p if p > q * 3 else q) + 100)
             even = p % 2 == 0
             if even:
-                kdt.print(p, "even")
+                kdt.exp(one, v[21:22], p + 100)
             elif q > 2:
-                kdt.print(q, "odd, big q")
+                kdt.exp(one, v[21:22], q + 200)
             else:
-                kdt.print(q, "odd")
+                kdt.exp(one, v[21:22], q + 300)
+            kdt.store(v, io_tensors['s'][j, (i - 1) * n + k - 1])
             kdt.load(io_tensors['x'][(i ^ k) & 3], t)
             kdt.add(t, t, t)
             kdt.store(t, io_tensors['y'][j, i * 4 + k - 5])
 
 
-def scalar_operators_stdout(n=3):
-    lines = []
+def scalar_operators_expected(io, n=3):
+    """Python's value of every scalar expression of ``scalar_operators``, plus 100, as a float32."""
+    s = torch.zeros(2, 6, 22)
     for j in range(2):
         for i in range(1, n):
             for k in range(i, n + 1):
                 p, q = i * 7 + k + j, k - j + 1
-                vals = [("sub", p - q), ("div", p / q), ("floordiv", p // q), ("mod", p % q), ("bitand", p & q),
-                        ("bitor", p | q), ("xor", p ^ q), ("lshift", p << q), ("rshift", p >> q),
-                        ("lt", p < q * 3), ("le", p <= q * 4), ("gt", p > q * 3), ("ge", p >= q * 4),
-                        ("eq", p == 9), ("ne", p != 9), ("neg", -p), ("pos", +q), ("not", not p > q),
-                        ("and", p > 9 and q > 1), ("or", p > 12 or q > 2), ("ifx", p if p > q * 3 else q)]
-                if p % 2 == 0:
-                    vals.append(("even", p))
-                elif q > 2:
-                    vals.append(("odd, big q", q))
-                else:
-                    vals.append(("odd", q))
-                lines += [f"[Job {j}] {m}: {v}" for m, v in vals]
-    return lines
+                vals = [p - q, p / q, p // q, p % q, p & q, p | q, p ^ q, p << q, p >> q,
+                        p < q * 3, p <= q * 4, p > q * 3, p >= q * 4, p == 9, p != 9, -p, +q, not p > q,
+                        p > 9 and q > 1, p > 12 or q > 2, p if p > q * 3 else q]
+                vals.append(p if p % 2 == 0 else (q + 100 if q > 2 else q + 200))
+                s[j, (i - 1) * n + k - 1] = torch.tensor([float(x) + 100 for x in vals], dtype=torch.float64).float()
+    return {'s': s}
 
 
 def scalar_operators_io():
-    return {'x': torch.arange(16.).reshape(4, 4), 'y': torch.zeros(2, 8, 4)}
+    return {'x': torch.arange(16.).reshape(4, 4), 'y': torch.zeros(2, 8, 4), 's': torch.zeros(2, 6, 22)}
 
 
 @kdt.kernel(num_jobs_calculator=one_job)
@@ -223,7 +221,7 @@ def views_expected(io):
 
 KERNELS = {
     "every_instruction": (every_instruction, {}, every_instruction_io, every_instruction_expected, None),
-    "scalar_operators": (scalar_operators, {'n': 3}, scalar_operators_io, None, scalar_operators_stdout()),
+    "scalar_operators": (scalar_operators, {'n': 3}, scalar_operators_io, scalar_operators_expected, None),
     "views": (views, {}, views_io, views_expected, None),
 }
 
@@ -316,8 +314,7 @@ def test_the_round_trip_kernels_cover_the_whole_ir():
     assert any(n.alloc for n in nodes if type(n) is irn.Inst) and \
         any(not n.alloc for n in nodes if type(n) is irn.Inst and n.op == "fill")
     prints = [n for n in nodes if type(n) is irn.Inst and n.op == "print"]
-    assert any(isinstance(p.args["x"], irn.View) for p in prints)
-    assert any(not isinstance(p.args["x"], irn.View) for p in prints)
+    assert prints and all(isinstance(p.args["x"], irn.View) for p in prints)
     assert any(p.args["print_only_if_job0"] for p in prints)
 
 
@@ -351,8 +348,8 @@ def test_round_trip_is_lossless_and_simulates_identically(name):
 def test_every_instruction_prints_as_specified():
     _, out, _ = launch(compile_named("every_instruction"), every_instruction_io())
     lines = out.splitlines()
-    assert lines[0].startswith("[Job 0] red: array([") and lines[1] == "[Job 0] j10: 0"
-    assert lines[2].startswith("[Job 1] red: array([") and lines[2].endswith("], dtype=float32)")
+    assert lines[0].startswith("[Job 0] red: [") and lines[1].startswith("[Job 0] j10: [")
+    assert lines[2].startswith("[Job 1] red: [") and lines[2].endswith("]") and "array" not in out
     assert len(lines) == 3
 
 
@@ -552,7 +549,7 @@ def _mut(d, path, value=...):
 
 LOAD = index_of(BASE, "load")          # kdt.load(io_tensors['x'][j], a)
 REDUCE = index_of(BASE, "reduce")
-PRINT = index_of(BASE, "print", 1)    # the scalar print
+PRINT = index_of(BASE, "print", 1)    # the second print (job 0 only)
 TILE_PRINT = index_of(BASE, "print")
 FILL = index_of(BASE, "fill", len([s for s in BASE["body"] if s["t"] == "inst" and s["op"] == "fill"]) - 1)
 MATMUL = index_of(BASE, "matmul", 1)
@@ -862,11 +859,12 @@ def test_fill_value_and_print_msg():
     for good in (True, 3, -2.5, 1e300):
         assert S.kernel_from_dict(_mut(base(), ("body", FILL, "args", "value"), good))
     Pm = f"$.body[{PRINT}].args.msg"
-    rejects(_mut(base(), ("body", PRINT, "args", "msg"), "m" * (S.MAX_MSG + 1)), Pm, "longer than 4096")
+    rejects(_mut(base(), ("body", PRINT, "args", "msg"), "m" * (S.MAX_MSG + 1)), Pm, f"longer than {S.MAX_MSG}")
     assert S.kernel_from_dict(_mut(base(), ("body", PRINT, "args", "msg"), "m" * S.MAX_MSG))
     rejects(_mut(base(), ("body", PRINT, "args", "msg"), 5), Pm, "expected a string")
-    # print's x: a view (object) or an expression (list), nothing else
-    rejects(_mut(base(), ("body", PRINT, "args", "x"), 5), f"$.body[{PRINT}].args.x", "expression list")
+    # print's x: a view (an object) only, as in the front end (spec §2: a tile only)
+    rejects(_mut(base(), ("body", PRINT, "args", "x"), 5), f"$.body[{PRINT}].args.x", "expected an object")
+    rejects(_mut(base(), ("body", PRINT, "args", "x"), ["c", 5]), f"$.body[{PRINT}].args.x", "expected an object")
     rejects(_mut(base(), ("body", TILE_PRINT, "args", "x"), {"s": 2}), f"$.body[{TILE_PRINT}].args.x",
             "missing")
 
@@ -1017,7 +1015,7 @@ def compact(task_args, io_tensors):
     kdt.reduce(a, 1, 'max', r)
     kdt.fill(a, 1.5)
     kdt.print(r, "r")
-    kdt.print(-j, "j", True)
+    kdt.print(r[j:j + 1], "j", True)
     kdt.store(a, io_tensors['y'][j])
 
 

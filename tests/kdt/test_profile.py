@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import kdt
-from conformance import load_case
+from conformance import load_case, run_case
 from kdt.simulator.profile import JobRun, TraceEntry
 
 
@@ -42,15 +42,19 @@ def test_trace_entries_carry_op_cycles_unit_and_the_source_line():
     exp_, add, store = lines_of(m.kernel, "kdt.exp(", "kdt.add(", "kdt.store(")
     load1, load2 = all_lines(m.kernel, "kdt.load(")
     mm1, mm2 = all_lines(m.kernel, "kdt.matmul(")
-    assert prof.traces == {0: [TraceEntry("fill", 1, 1, "FREE", line) for line in allocs] + [
-        TraceEntry("exp", 1, 65, "VXM", exp_),
-        TraceEntry("load", 2, 32, "MEM", load1),
-        TraceEntry("add", 65, 66, "VXM", add),
-        TraceEntry("matmul", 66, 1090, "MXM", mm1),
-        TraceEntry("matmul", 1090, 2114, "MXM", mm2),
-        TraceEntry("load", 1091, 1121, "MEM", load2),
-        TraceEntry("store", 1092, 1122, "MEM", store),
+    # the reasons: cause, wait (cycles), gate (trace index of the instruction waited for)
+    assert prof.traces == {0: [TraceEntry("fill", 1, 1, "FREE", line, "isu", 0, None) for line in allocs] + [
+        TraceEntry("exp", 1, 65, "VXM", exp_, "isu", 0, None),
+        TraceEntry("load", 2, 32, "MEM", load1, "isu", 0, 8),
+        TraceEntry("add", 65, 66, "VXM", add, "unit", 62, 8),
+        TraceEntry("matmul", 66, 1090, "MXM", mm1, "isu", 0, 10),
+        TraceEntry("matmul", 1090, 2114, "MXM", mm2, "unit", 1023, 11),
+        TraceEntry("load", 1091, 1121, "MEM", load2, "isu", 0, 12),
+        TraceEntry("store", 1092, 1122, "MEM", store, "isu", 0, 13),
     ]}
+    assert prof.traces[0][10].row() == ["add", 65, 66, "VXM", add, "unit", 62, 8]
+    assert TraceEntry(*prof.traces[0][10].row()) == prof.traces[0][10]
+    assert TraceEntry("add", 65, 66, "VXM", add).row() == ["add", 65, 66, "VXM", add]  # no reason: 5 fields
     assert load2 == load1 + 4 and mm2 == mm1 + 1  # as in the case file
     entry = prof.traces[0][8]
     assert (entry.op, entry.issue, entry.finish, entry.unit, entry.line) == ("exp", 1, 65, "VXM", exp_)
@@ -168,12 +172,49 @@ def test_perfetto_export(tmp_path):
                     (26, 10, "load", "MEM 1"), (36, 2, "add", "VXM"), (38, 10, "store", "MEM 0")]
     add_line = lines_of(memory_bound, "kdt.add(")[0]
     add = next(e for e in spans if e["name"] == "add" and e["args"]["job"] == 2)
-    assert add["pid"] == 1 and add["args"] == {"job": 2, "line": add_line, "issue": 12, "finish": 14}
+    load2_line = all_lines(memory_bound, "kdt.load(")[1]
+    assert add["pid"] == 1 and add["args"] == {  # it read b, written by the second load at 12: RAW
+        "job": 2, "line": add_line, "issue": 12, "finish": 14, "cause": "raw", "wait": 9,
+        "gate": {"op": "load", "line": load2_line, "finish": 12}}
     assert sum(1 for e in spans if threads[(e["pid"], e["tid"])] != "jobs") == 6 + 6 + 7
     assert doc["otherData"] == {"kernel": "memory_bound", "kernel_cycles": 48}
     path = tmp_path / "trace.json"
     prof.write_perfetto(path)
     assert json.loads(path.read_text()) == json.loads(json.dumps(doc))
+
+
+def test_the_perfetto_trace_of_the_statements_example_carries_the_stall_reasons_and_their_flows():
+    """c01 (L_mem = 100, 1126 cycles): [1] add waits 99 cycles on RAW of [0] load, [3] mul 14 on RAW of
+    [1] add, [4] sub 15 for the VXM busy with [3] mul; each wait is an arrow from the gate's slice to the
+    waiting one (both ends at the middle of their slices)."""
+    r = run_case("c01_statement_example")
+    assert r["cycles"] == 1126
+    doc = r["profile"].to_perfetto()
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["tid"] != 0]
+    assert [(e["name"], e["tid"], e["ts"], e["dur"]) for e in spans[8:]] == [
+        ("load", 4, 1, 100), ("add", 1, 101, 16), ("matmul", 2, 102, 1024), ("mul", 1, 117, 16), ("sub", 1, 133, 1)]
+    assert [e["args"] for e in spans] == [{"job": 0, "line": line, "issue": 1, "finish": 1, "cause": "isu", "wait": 0}
+                                          for line in range(15, 23)] + [
+        {"job": 0, "line": 23, "issue": 1, "finish": 101, "cause": "isu", "wait": 0},
+        {"job": 0, "line": 24, "issue": 101, "finish": 117, "cause": "raw", "wait": 99,
+         "gate": {"op": "load", "line": 23, "finish": 101}},
+        {"job": 0, "line": 25, "issue": 102, "finish": 1126, "cause": "isu", "wait": 0},
+        {"job": 0, "line": 26, "issue": 117, "finish": 133, "cause": "raw", "wait": 14,
+         "gate": {"op": "add", "line": 24, "finish": 117}},
+        {"job": 0, "line": 27, "issue": 133, "finish": 134, "cause": "unit", "wait": 15,
+         "gate": {"op": "mul", "line": 26, "finish": 133}}]
+    flows = [e for e in doc["traceEvents"] if e["ph"] in "sf"]
+    assert doc["traceEvents"][-len(flows):] == flows  # after every slice
+    assert flows == [
+        {"ph": "s", "id": 0, "name": "raw", "cat": "stall", "pid": 0, "tid": 4, "ts": 51},
+        {"ph": "f", "id": 0, "name": "raw", "cat": "stall", "pid": 0, "tid": 1, "ts": 109, "bp": "e"},
+        {"ph": "s", "id": 1, "name": "raw", "cat": "stall", "pid": 0, "tid": 1, "ts": 109},
+        {"ph": "f", "id": 1, "name": "raw", "cat": "stall", "pid": 0, "tid": 1, "ts": 125, "bp": "e"},
+        {"ph": "s", "id": 2, "name": "unit", "cat": "stall", "pid": 0, "tid": 1, "ts": 125},
+        {"ph": "f", "id": 2, "name": "unit", "cat": "stall", "pid": 0, "tid": 1, "ts": 133.5, "bp": "e"}]
+    for flow in flows:  # each end lies inside its own slice on its thread
+        inside = [e for e in spans if e["tid"] == flow["tid"] and e["ts"] < flow["ts"] < e["ts"] + e["dur"]]
+        assert len(inside) == 1
 
 
 def test_an_unused_profile_is_empty():

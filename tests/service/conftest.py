@@ -1,7 +1,8 @@
 """Fixtures of the grading service tests: real Redis, real PostgreSQL, real Celery worker processes.
 
-- Redis: `$KDT_GRADE_TEST_REDIS_URL` (default `redis://127.0.0.1:6379/15`, a database of its own), flushed
-  before and after each test; a file lock serialises these tests across concurrent pytest runs.
+- Redis: `$KDT_GRADE_TEST_REDIS_URL`, or else a free one of databases 8-15 of `127.0.0.1:6379`
+  (`shared_services.REDIS_URLS`), flushed before and after each test and held under a machine-wide lock
+  meanwhile, so that concurrent tests (xdist workers, other pytest runs) never share a database.
 - PostgreSQL: `$KDT_GRADE_TEST_POSTGRES_URL` (default `postgresql://postgres@127.0.0.1:5432/test`), a fresh
   schema per test (as in tests/db), dropped afterwards.
 - Workers: `kdt-grade worker` subprocesses (Celery prefork), stopped at the end of the test.
@@ -16,14 +17,14 @@ import json
 
 import pytest
 
-from service_testlib import REDIS_URL, Workers, clean_env, local_results, make_deployment, run_cli, workers  # noqa: F401 (fixtures)
+from service_testlib import Workers, clean_env, local_results, make_deployment, run_cli, workers  # noqa: F401 (fixtures)
 from tests.shared_services import fresh_postgres_schema, locked_redis
 
 
 @pytest.fixture
 def redis_url():
-    """The test Redis database, empty; held under a machine-wide lock for the test's duration."""
-    with locked_redis(REDIS_URL) as url:
+    """A test Redis database, empty; held under a machine-wide lock for the test's duration."""
+    with locked_redis() as url:
         yield url
 
 

@@ -1,13 +1,16 @@
 """Paths and helpers shared by the service tests (fixtures are in conftest.py)."""
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
-
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ import pytest
 
 from grader.config import load_settings
 from grader.service import Service
-from tests.shared_services import POSTGRES_URL, REDIS_URL, require  # noqa: F401  (re-exported for the tests)
+from tests.shared_services import POSTGRES_URL, REDIS_URL, fresh_postgres_schema, locked_redis, require  # noqa: F401  (re-exported for the tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "submissions" / "examples"
@@ -109,13 +112,25 @@ def workers():
 
 @pytest.fixture(scope="session")
 def local_results():
-    """``local_results(path)``: the report of ``kdt-grade local PATH --json``, once per session and file."""
+    """``local_results(path)``: the report of ``kdt-grade local PATH --json``, once per run and file (the
+    xdist workers share them: whichever asks first computes it, the others wait for it)."""
     cache: dict = {}
+    shared = Path(os.environ.get("KDT_GRADE_TEST_RUN_DIR") or tempfile.gettempdir()) / "local-results"
+    shared.mkdir(exist_ok=True)
 
     def get(path) -> dict:
         if path not in cache:
-            env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
-            cache[path] = json.loads(run_cli(["local", path, "--json"], env).stdout)
+            key = hashlib.sha256(f"{path}\0".encode() + Path(path).read_bytes()).hexdigest()[:24]
+            report = shared / f"{key}.json"
+            with open(shared / f"{key}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not report.exists():
+                    env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
+                    out = run_cli(["local", path, "--json"], env).stdout
+                    json.loads(out)  # a report, or fail here
+                    report.with_suffix(".tmp").write_text(out)
+                    report.with_suffix(".tmp").rename(report)
+            cache[path] = json.loads(report.read_text())
         return cache[path]
 
     return get
@@ -190,3 +205,52 @@ def point_outcomes(points: list[dict]) -> dict:
 def task_scores(report: dict) -> dict:
     """{task id: score} of `local --json` or `status`."""
     return {int(t): v["score"] for t, v in report["tasks"].items()}
+
+
+class Scenario:
+    """The steps of one end-to-end scenario: tests of one module, run in their order and on one xdist worker
+    (``pytest.mark.xdist_group`` with ``--dist loadgroup``), that share a module-scoped fixture and each go on
+    from where the step before left it. ``step(request)`` (in a function-scoped fixture that the steps use)
+    fails a step at once when an earlier one failed or did not run in this process before it (a step run
+    alone, or steps spread over xdist workers), and notes this step's outcome."""
+
+    def __init__(self):
+        self.failed: str | None = None
+        self.done: set[str] = set()
+
+    @contextmanager
+    def step(self, request: pytest.FixtureRequest):
+        from tests.shared_services import FAILED_PHASE
+
+        node = request.node
+        steps = list(dict.fromkeys(item.originalname for item in request.session.items
+                                   if item.path == node.path and request.fixturename in item.fixturenames))
+        missing = [name for name in steps[:steps.index(node.originalname)] if name not in self.done]
+        if self.failed:
+            pytest.fail(f"an earlier step of this scenario failed: {self.failed}", pytrace=False)
+        if missing:
+            pytest.fail(f"the earlier steps of this scenario did not run before it here: {missing} (run the "
+                        "whole module; under xdist with --dist loadgroup)", pytrace=False)
+        yield self
+        self.done.add(node.originalname)
+        if FAILED_PHASE in node.stash:
+            self.failed = node.nodeid
+
+
+@contextmanager
+def broker_deployment(tmp_path: Path, backend: str, **settings):
+    """For a module-scoped fixture: a deployment on ``backend`` ("sqlite" or "postgresql", a new database) with
+    a Redis database of its own, the database made through the CLI, ``deployment.workers`` to start workers
+    with and ``deployment.scenario`` (a ``Scenario``); afterwards the workers are stopped and the databases
+    dropped."""
+    with ExitStack() as stack:
+        database_url = (f"sqlite:///{tmp_path / 'service.sqlite3'}" if backend == "sqlite"
+                        else stack.enter_context(fresh_postgres_schema("kdt_service")))
+        redis_url = stack.enter_context(locked_redis())
+        deployment = Deployment(tmp_path, database_url, redis_url, **settings)
+        stack.callback(deployment.service.close)
+        deployment.workers = Workers()
+        stack.callback(deployment.workers.stop_all)
+        deployment.scenario = Scenario()
+        deployment.cli("admin", "init-db")
+        yield deployment

@@ -3,13 +3,14 @@ code (here: a compile memory limit too low to import torch) gives IE and is retr
 refuses to start a worker then, and `kdt-grade admin doctor` says what is wrong."""
 import json
 import os
+import re
 import sys
 
 import pytest
 
-from grader import pipeline
+from grader.judging import pipeline
 from grader.config import load_settings
-from grader.doctor import KNOWN_GOOD, SelfCheckFailed, self_check
+from grader.service.doctor import KNOWN_GOOD, SelfCheckFailed, self_check
 from service_testlib import BASELINE, ROOT, clean_env, run_cli
 
 pytestmark = pytest.mark.slow
@@ -17,10 +18,16 @@ TOO_LOW = {"compile_memory_mb": 256}   # accepted by the settings, too little to
 
 
 def test_a_child_dying_while_importing_torch_is_an_internal_error_not_ce():
+    cold = pipeline.prepare(KNOWN_GOOD, [(1, 0), (1, 1)], load_settings(**TOO_LOW, compile_warm=False))
+    assert {c["verdict"] for c in cold.values()} == {"IE"}
+    assert "while loading the judge's own code, before your file ran" in cold[(1, 0)]["message"]
+    assert "not your fault" in cold[(1, 0)]["message"] and pipeline.judge_fault(cold)
+    # warm (the default, where runs are contained): the limit is checked against the template's own
+    # address space before the child is forked, the same verdict
     compiled = pipeline.prepare(KNOWN_GOOD, [(1, 0), (1, 1)], load_settings(**TOO_LOW))
-    assert {c["verdict"] for c in compiled.values()} == {"IE"}
-    assert "while loading the judge's own code, before your file ran" in compiled[(1, 0)]["message"]
-    assert "not your fault" in compiled[(1, 0)]["message"] and pipeline.judge_fault(compiled)
+    assert {c["verdict"] for c in compiled.values()} == {"IE"} and pipeline.judge_fault(compiled)
+    if os.geteuid() == 0:
+        assert "the compile memory limit of 256 MiB is too low" in compiled[(1, 0)]["message"]
     healthy = pipeline.prepare(KNOWN_GOOD, [(1, 0)], load_settings())
     assert "ir" in healthy[(1, 0)] and not pipeline.judge_fault(healthy)
     with pytest.raises(SelfCheckFailed, match="a known-good kernel got IE"):
@@ -33,7 +40,7 @@ def test_an_install_the_sandbox_user_cannot_read_is_the_judges_fault(tmp_path, m
     """The compile child runs as an unprivileged user id. When the judge's packages lie under a directory
     that user cannot enter (a venv under a 0700 home), the child cannot load the judge: every point is IE,
     the self-check refuses to let a worker start, and the contestant's file was never run."""
-    from grader import sandbox
+    from grader.judging import sandbox
 
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
@@ -43,9 +50,13 @@ def test_an_install_the_sandbox_user_cannot_read_is_the_judges_fault(tmp_path, m
     (site / "kdt").symlink_to(ROOT / "kdt")
     real = sandbox._interpreter
     monkeypatch.setattr(sandbox, "_interpreter", lambda user: (real(user)[0], str(site)) if user else real(user))
-    compiled = pipeline.prepare(KNOWN_GOOD, [(1, 0), (2, 0)], load_settings())
+    cold = pipeline.prepare(KNOWN_GOOD, [(1, 0), (2, 0)], load_settings(compile_warm=False))
+    assert {c["verdict"] for c in cold.values()} == {"IE"}, cold
+    assert "while loading the judge's own code, before your file ran" in cold[(1, 0)]["message"]
+    assert "not your fault" in cold[(1, 0)]["message"] and pipeline.judge_fault(cold)
+    compiled = pipeline.prepare(KNOWN_GOOD, [(1, 0), (2, 0)], load_settings())  # warm: the template says it
     assert {c["verdict"] for c in compiled.values()} == {"IE"}, compiled
-    assert "while loading the judge's own code, before your file ran" in compiled[(1, 0)]["message"]
+    assert "the warm template could not import the judge's modules" in compiled[(1, 0)]["message"]
     assert "not your fault" in compiled[(1, 0)]["message"] and pipeline.judge_fault(compiled)
     with pytest.raises(SelfCheckFailed, match="readable by other users"):
         self_check(load_settings())
@@ -55,7 +66,7 @@ def test_an_install_the_sandbox_user_cannot_read_is_the_judges_fault(tmp_path, m
 def test_no_interpreter_the_sandbox_user_can_run_is_the_judges_fault_and_nothing_runs_as_root(tmp_path, monkeypatch):
     """Without a Python the unprivileged user can execute, the submission is not run with our own (root)
     rights instead: every point is IE with the reason, and the self-check fails."""
-    from grader import sandbox
+    from grader.judging import sandbox
 
     monkeypatch.setattr(sandbox, "_interpreter", lambda user: (None, "") if user else (sys.executable, ""))
     marker = tmp_path / "ran"
@@ -85,8 +96,11 @@ def test_doctor_reports_each_part_and_the_worker_refuses_to_start(tmp_path):
     env = {**clean_env(), "KDT_GRADE_DATA_DIR": str(tmp_path / "var"), "COLUMNS": "250"}
     run_cli(["admin", "init-db"], env)
     ok = json.loads(run_cli(["admin", "doctor", "--json"], env).stdout)
-    assert [(c["name"], c["ok"]) for c in ok] == [("sandbox", True), ("database", True), ("migrations", True)]
-    assert f"at head ({_head_revision()})" in ok[2]["detail"]
+    assert [(c["name"], c["ok"]) for c in ok] == [("containment", True), ("sandbox", True),
+                                                  ("warm template", True), ("database", True), ("migrations", True)]
+    assert f"at head ({_head_revision()})" in ok[4]["detail"]
+    assert re.fullmatch(r"warm template \d+: 1 run\(s\) in \d+ s, alive, preloaded argparse, json, numpy, torch, .*",
+                        ok[2]["detail"]), ok[2]["detail"]
     low = {**env, "KDT_GRADE_COMPILE_MEMORY_MB": "256", "KDT_GRADE_BROKER_URL": "redis://127.0.0.1:1/0"}
     bad = run_cli(["admin", "doctor", "--json"], low, check=False)
     assert bad.returncode == 1
@@ -108,3 +122,27 @@ def _head_revision() -> str:
     from db.migrate import alembic_config
 
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal applies to a root judge (CI runs as root)")
+def test_without_containment_the_self_check_refuses_unless_an_organiser_opts_out_visibly(monkeypatch):
+    """A root judge on a host without PID namespaces (simulated: the probe's answer) refuses to grade;
+    KDT_GRADE_ALLOW_UNCONTAINED=1 grades, and doctor says so in capitals."""
+    from dataclasses import replace
+
+    from grader.judging import sandbox
+    from grader.service.doctor import containment_check
+
+    assert containment_check(load_settings()).detail.startswith("contained: PID/mount/network/IPC namespaces")
+    state = sandbox.containment()
+    monkeypatch.setitem(sandbox._CONTAINMENT, "c", replace(state, namespaces=False, problems=("no pidns",)))
+    refused = containment_check(load_settings())
+    assert not refused.ok and "NOT CONTAINED: no pidns; refusing to grade" in refused.detail
+    with pytest.raises(SelfCheckFailed, match="refusing to grade .*KDT_GRADE_ALLOW_UNCONTAINED=1"):
+        self_check(load_settings())
+    monkeypatch.setenv("KDT_GRADE_ALLOW_UNCONTAINED", "1")
+    allowed = load_settings()
+    assert allowed.allow_uncontained and allowed.sandbox_limits.allow_uncontained
+    check = containment_check(allowed)
+    assert check.ok and "GRADING ANYWAY: KDT_GRADE_ALLOW_UNCONTAINED=1" in check.detail
+    assert self_check(allowed) > 0

@@ -7,32 +7,60 @@ import re
 
 import pytest
 
-from service_testlib import BASELINE, FAILING, OPTIMIZED, clean_env, point_outcomes, run_cli, task_scores
+from service_testlib import (BASELINE, FAILING, OPTIMIZED, Deployment, Scenario, clean_env, point_outcomes, run_cli,
+                             task_scores)
 
 pytestmark = pytest.mark.slow
+# The end-to-end steps below share one deployment and run in order on one worker.
+e2e = pytest.mark.xdist_group("embedded-e2e")
 
 
-def test_embedded_mode_end_to_end_through_the_cli(make_deployment, local_results):
-    deployment = make_deployment()  # only KDT_GRADE_DATA_DIR: the README's set-up
+@pytest.fixture(scope="module")
+def readme_deployment(tmp_path_factory):
+    deployment = Deployment(tmp_path_factory.mktemp("embedded"), None, None)  # only KDT_GRADE_DATA_DIR: the README's set-up
+    deployment.scenario = Scenario()
+    yield deployment
+    deployment.service.close()
+
+
+@pytest.fixture
+def deployment(readme_deployment, request):
+    with readme_deployment.scenario.step(request):
+        yield readme_deployment
+
+
+@e2e
+def test_embedded_mode_end_to_end_through_the_cli_1_submit_wait_creates_the_database(deployment):
     assert not deployment.data_dir.exists()
-
     out = deployment.cli("submit", OPTIMIZED, "--user", "alice", "--wait").stdout
     lines = out.splitlines()
     assert re.fullmatch(r"submission 1 accepted \(optimized.py, user alice\)", lines[0])
     assert "(done)" in out and "100.0 / 100.0" in out
     assert (deployment.data_dir / "kdt-grade.sqlite3").exists()
+
+
+@e2e
+def test_embedded_mode_end_to_end_through_the_cli_2_submit_without_wait(deployment):
     out = deployment.cli("submit", BASELINE, "--user", "bob").stdout
     assert out.startswith("submission 2 accepted") and "total 37.3 / 100" in out
     deployment.cli("submit", FAILING, "--user", "carol")
 
-    for submission_id, path in ((1, OPTIMIZED), (2, BASELINE), (3, FAILING)):
-        state = json.loads(json.dumps(deployment.status(submission_id)))  # as `status --json` prints it
-        local = local_results(path)
-        assert state["status"] == "done"
-        assert point_outcomes(state["points"]) == point_outcomes(local["points"])
-        assert task_scores(state) == task_scores(local) and state["total"] == local["total"]
-        assert [p["utilisation"] for p in state["points"]] == [p["utilisation"] for p in local["points"]]
 
+@e2e
+@pytest.mark.parametrize("submission_id, path", [(1, OPTIMIZED), (2, BASELINE), (3, FAILING)],
+                         ids=["optimized", "baseline", "failing"])
+def test_embedded_mode_end_to_end_through_the_cli_3_status_equals_local(deployment, local_results, submission_id,
+                                                                         path):
+    state = json.loads(json.dumps(deployment.status(submission_id)))  # as `status --json` prints it
+    local = local_results(path)
+    assert state["status"] == "done"
+    assert point_outcomes(state["points"]) == point_outcomes(local["points"])
+    assert task_scores(state) == task_scores(local) and state["total"] == local["total"]
+    assert [p["utilisation"] for p in state["points"]] == [p["utilisation"] for p in local["points"]]
+
+
+@e2e
+def test_embedded_mode_end_to_end_through_the_cli_4_leaderboard(deployment, local_results):
     board = json.loads(deployment.cli("leaderboard", "--json").stdout)
     assert [(r["rank"], r["user_name"], r["submission_id"]) for r in board] == [(1, "alice", 1), (2, "bob", 2),
                                                                                   (3, "carol", 3)]
@@ -42,11 +70,17 @@ def test_embedded_mode_end_to_end_through_the_cli(make_deployment, local_results
     table = deployment.cli("leaderboard").stdout
     assert table.index("alice") < table.index("bob") < table.index("carol")
 
+
+@e2e
+def test_embedded_mode_end_to_end_through_the_cli_5_admin_show_and_submissions(deployment):
     shown = deployment.cli("admin", "show", 3, "--source").stdout
     assert "UnsupportedFeatureError" in shown and FAILING.read_text().splitlines()[-1] in shown
     listed = json.loads(deployment.cli("admin", "submissions", "--json").stdout)
     assert [(r["submission_id"], r["status"]) for r in listed] == [(1, "done"), (2, "done"), (3, "done")]
 
+
+@e2e
+def test_embedded_mode_end_to_end_through_the_cli_6_rejudge_sweep_and_a_missing_id(deployment, local_results):
     out = deployment.cli("admin", "rejudge", 3).stdout
     assert "graded 1 submission(s): 3" in out
     state = json.loads(deployment.cli("status", 3, "--json").stdout)

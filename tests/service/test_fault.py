@@ -7,7 +7,7 @@ import signal
 import pytest
 
 import db
-from service_testlib import SLOW, point_outcomes, task_scores, wait_until
+from service_testlib import SLOW, broker_deployment, point_outcomes, task_scores, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +41,31 @@ def _assert_complete(deployment, submission_id, local, killed_point):
     return rows
 
 
-def test_a_grading_process_killed_mid_point_is_retried_and_the_submission_completes(
-        sqlite_url, redis_url, make_deployment, workers, local_results):
-    deployment = make_deployment(database_url=sqlite_url, broker_url=redis_url)
-    deployment.cli("admin", "init-db")
+@pytest.fixture(scope="module")
+def killed_point_rig(tmp_path_factory):
+    with broker_deployment(tmp_path_factory.mktemp("killed-point"), "sqlite") as deployment:
+        yield deployment
+
+
+@pytest.fixture
+def killed_point(killed_point_rig, request):
+    with killed_point_rig.scenario.step(request):
+        yield killed_point_rig
+
+
+killed_point_step = pytest.mark.xdist_group("fault-killed-point")  # the two steps share one deployment
+
+
+@killed_point_step
+def test_a_grading_process_killed_mid_point_is_retried_and_the_submission_completes_1_kill_and_restart(
+        killed_point):
+    deployment, workers = killed_point, killed_point.workers
     worker = workers.start(deployment, concurrency=2)
-    submission_id = _submit(deployment, SLOW, "mallory")
+    submission_id = deployment.submission_id = _submit(deployment, SLOW, "mallory")
 
     # Test point 1.1 simulates for seconds; its row names the pool process grading it (host:pid).
-    row = wait_until(lambda: _running(deployment, submission_id, (1, 1)), 120, "test point 1.1 to start")
+    row = deployment.killed_row = wait_until(lambda: _running(deployment, submission_id, (1, 1)), 120,
+                                             "test point 1.1 to start")
     pid = int(row["worker"].rsplit(":", 1)[1])
     assert pid in workers.children(worker)
     os.kill(pid, signal.SIGKILL)
@@ -57,6 +73,12 @@ def test_a_grading_process_killed_mid_point_is_retried_and_the_submission_comple
 
     workers.stop(worker)  # restart: warm shutdown, then a new worker
     workers.start(deployment, concurrency=2)
+
+
+@killed_point_step
+def test_a_grading_process_killed_mid_point_is_retried_and_the_submission_completes_2_completes(
+        killed_point, local_results):
+    deployment, submission_id, row = killed_point, killed_point.submission_id, killed_point.killed_row
     deployment.wait(submission_id, timeout=300)
     rows = _assert_complete(deployment, submission_id, local_results(SLOW), (1, 1))
     assert rows[(1, 1)]["worker"] != row["worker"]

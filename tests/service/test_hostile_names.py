@@ -61,7 +61,7 @@ def test_a_hostile_user_name_is_refused_cleanly_when_too_long(make_deployment, t
 
 def test_terminal_control_characters_are_shown_as_escapes_not_sent_to_the_terminal():
     """A contestant's message cannot clear an organiser's screen, move the cursor or write the clipboard."""
-    from grader.cli_output import printable, safe
+    from grader.cli.output import printable, safe
 
     hostile = "\x1b[2J\x1b[31mFAKE AC 100\x1b]52;c;cHduZWQ=\x07 [/red]\x9b"
     assert safe(hostile) == "\\x1b[2J\\x1b[31mFAKE AC 100\\x1b]52;c;cHduZWQ=\\x07 \\[/red]\\x9b"

@@ -4,8 +4,8 @@ import json
 import pytest
 
 import db
-from grader import storage
-from grader.pipeline import Rejected
+from grader.runtime import storage
+from grader.judging.pipeline import Rejected
 
 from service_testlib import BASELINE
 

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 import db
 from db.submissions import Submission
-from grader.pipeline import ALL_POINTS
-from grader.service import worker_gone
+from grader.judging.pipeline import ALL_POINTS
+from grader.runtime.processes import worker_gone
 from judger.verdicts import Verdict
 from service_testlib import wait_until
 

@@ -1,10 +1,10 @@
-"""The content-addressed submission store (grader.storage)."""
+"""The content-addressed submission store (grader.runtime.storage)."""
 import hashlib
 import os
 
 import pytest
 
-from grader import storage
+from grader.runtime import storage
 
 
 def test_store_writes_the_file_under_its_hash_and_load_reads_it_back(tmp_path):

@@ -2,7 +2,7 @@
 import pytest
 
 from grader.config import load_settings
-from grader.broker import COMPILE_TASK, JUDGE_TASK
+from grader.runtime.broker import COMPILE_TASK, JUDGE_TASK
 from worker.app import QUEUE, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, make_app
 
 
@@ -44,3 +44,51 @@ def test_closing_a_channel_whose_connection_is_gone_is_a_connection_error_not_a_
         assert isinstance(ConnectionError(), conn.connection_errors)
         with ignore_errors(conn):  # swallowed, as in Connection.release
             channel._connparams()
+
+
+def test_each_task_reaches_exactly_its_own_queue_and_every_worker_consumes_both():
+    """The routing contract of the two queues (grader.runtime.broker) on a real Redis: a compile message lands in
+    ``kdt-grade-compile`` only and a judge message in ``kdt-grade`` only, also after Redis lost its binding
+    tables (restarted empty); a worker's consumer (no ``-Q``) takes from both; a message given back
+    (``Reject(requeue=True)``, a dead pool process) returns to its own queue."""
+    import redis
+
+    from grader.runtime.broker import COMPILE_QUEUE, QUEUES, Broker
+    from tests.faults import PrivateRedis
+
+    private = PrivateRedis()
+    try:
+        settings = load_settings(broker_url=private.url)
+        client = redis.Redis(port=private.port)
+        broker = Broker(settings)
+
+        def lengths():
+            return {name: client.llen(name) for name in QUEUES}
+
+        broker.send("compile", 7)
+        broker.send("judge", 7, 1, 0)
+        assert lengths() == {QUEUE: 1, COMPILE_QUEUE: 1}
+        assert broker.waiting() == {("compile", 7, None, None), ("judge", 7, 1, 0)}
+        private.restart()  # empty: no `_kombu.binding.*` table left
+        broker.close()
+        broker.send("judge", 8, 4, 1)
+        broker.send("compile", 8)
+        assert lengths() == {QUEUE: 1, COMPILE_QUEUE: 1}
+
+        app = make_app(settings)
+        assert sorted(app.amqp.queues.consume_from) == sorted(QUEUES)
+        received = []
+        with app.connection_for_read() as connection:
+            consumer = app.amqp.TaskConsumer(connection, callbacks=[lambda body, message: received.append(message)])
+            with consumer:
+                while len(received) < 2:
+                    connection.drain_events(timeout=10)
+                assert sorted(m.headers["task"] for m in received) == sorted([COMPILE_TASK, JUDGE_TASK])
+                assert lengths() == {QUEUE: 0, COMPILE_QUEUE: 0}
+                for message in received:
+                    message.reject(requeue=True)
+            assert lengths() == {QUEUE: 1, COMPILE_QUEUE: 1}
+            assert broker.waiting() == {("compile", 8, None, None), ("judge", 8, 4, 1)}
+        broker.close()
+    finally:
+        private.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from grader import accounts
+from grader.service import accounts
 from tests.service.service_testlib import ROOT, wait_until  # noqa: F401  (re-exported for the tests)
 from weblib import VADD_ONLY, Server  # noqa: F401
 
@@ -74,3 +74,19 @@ def server(make_deployment, start_server):
     """A started server over a fresh data directory (stopped after the test)."""
     deployment = make_deployment()
     return Pages(deployment, start_server(deployment))
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """One started server for the tests of a module that grade nothing and only read (error pages, bad
+    ids): a server start costs seconds of CPU (the fork server's and the warm template's imports), and
+    these tests cannot disturb each other (each one's users have names of their own)."""
+    from tests.service.service_testlib import Deployment
+
+    deployment = Deployment(tmp_path_factory.mktemp("shared-server"), None, None)
+    server = Server(deployment)
+    try:
+        yield Pages(deployment, server)
+    finally:
+        server.stop()
+        deployment.service.close()

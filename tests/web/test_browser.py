@@ -1,9 +1,11 @@
 """The pages in a real browser: Playwright driving Debian's Chromium (/usr/bin/chromium) against a real
 ``kdt-grade serve``. Log in with a token, upload ``submissions/examples/baseline.py``, watch the per-point
 table fill in without a reload, find the timeline SVG with the right number of instruction bars, see the
-scoreboard update live in a second browser context, get 404 on another user's page. Screenshots of the
-scoreboard, the submission page and a timeline go to ``$KDT_GRADE_TEST_ARTIFACTS/browser`` (default
-``test-artifacts/browser`` in the repository)."""
+scoreboard update live in a second browser context, get 404 on another user's page. And messages: a
+contestant asks, an organiser answers to all (reworded) and announces, the contestant's badge counts both
+without a reload, a second contestant reads the published answer. Screenshots of the scoreboard, the
+submission page, a timeline, the Messages page, the admin's questions and the badge go to
+``$KDT_GRADE_TEST_ARTIFACTS/browser`` (default ``test-artifacts/browser`` in the repository)."""
 from __future__ import annotations
 
 import os
@@ -12,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from grader import traces
+from grader.judging import trace_record as traces
 from judger.grading import grade_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
 from pages_testlib import EXAMPLES, ROOT, VADD_ONLY, server, wait_until  # noqa: F401  (server: a fixture)
@@ -138,3 +140,81 @@ def test_contestant_day_in_the_browser(server, browser):
     response = page.goto(f"{server.url}/submissions/{bobs}")
     assert response.status == 404
     assert page.locator("main").inner_text().count(f"There is no submission {bobs} of yours.") == 1
+
+
+def log_in(browser, server, token: str, width: int = 1280, height: int = 900):
+    """A new browser context logged in with ``token``; returns its page (on /submissions)."""
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    page.goto(f"{server.url}/login")
+    page.fill("#token", token)
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{server.url}/submissions")
+    return page
+
+
+def test_a_question_answered_to_all_in_the_browser(server, browser):
+    """A contestant asks on the Messages page; an organiser answers to all on /admin, reworded; the
+    contestant's badge counts the answer without a reload; a second contestant reads the published
+    question and answer; the badge goes back to zero once the Messages page is read."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    alice = server.add_user("alice", display_name="Alice A.")
+    bob, root = server.add_user("bob"), server.add_user("root", admin=True)
+    question = "Is the task 3 threshold <1,919,810> right? & what about [red]?"
+
+    page = log_in(browser, server, alice)
+    page.click("#messages-link")
+    page.wait_for_url(f"{server.url}/messages")
+    assert page.locator("#msg-badge").is_hidden()
+    page.select_option("#task", "3")
+    page.fill("#text", question)
+    page.click("#ask button[type=submit]")
+    page.wait_for_url(f"{server.url}/messages?notice=asked")
+    mine = page.locator('#clarifications li[data-mine="1"]')
+    expect(mine.locator(".question")).to_have_text(question)
+    expect(mine.locator(".answer")).to_have_text("Waiting for an answer.")
+    page.screenshot(path=str(ARTIFACTS / "messages-asked.png"), full_page=True)
+    page.goto(f"{server.url}/")  # she watches the scoreboard meanwhile
+    page.evaluate("window.__kdtMarker = 'no reload'")
+    assert page.locator("#msg-badge").is_hidden()
+
+    organiser = log_in(browser, server, root)
+    organiser.goto(f"{server.url}/admin")
+    item = organiser.locator("#open-questions li.message").first
+    expect(item.locator(".question")).to_have_text(question)
+    assert "alice" in item.locator(".meta").inner_text() and "Task 3" in item.locator(".meta").inner_text()
+    item.locator("textarea[name=text]").fill("Yes: the handout's threshold is right.")
+    item.locator("input[name=public_text]").fill("Is the task 3 threshold right?")
+    organiser.screenshot(path=str(ARTIFACTS / "admin-questions.png"), full_page=True)
+    item.locator("button[value=all]").click()
+    organiser.wait_for_url(f"{server.url}/admin?notice=answered_all&id=1")
+    expect(organiser.locator("main p.ok")).to_have_text("Question 1 and its answer are published to everyone.")
+    expect(organiser.locator("#open-questions li.empty")).to_have_text("No open questions.")
+    organiser.fill("#announcement", "Contest extended by 30 minutes")
+    organiser.check("#announce input[name=pinned]")
+    organiser.click("#announce button[type=submit]")
+    organiser.wait_for_url(f"{server.url}/admin?notice=announced")
+
+    # alice's badge counts the answer and the announcement without a reload
+    badge = page.locator("#msg-badge")
+    expect(badge).to_have_text("2", timeout=30_000)
+    expect(badge).to_be_visible()
+    assert page.evaluate("window.__kdtMarker") == "no reload"
+    assert int(badge.get_attribute("data-updates")) >= 1
+    page.locator("header.top").screenshot(path=str(ARTIFACTS / "badge.png"))
+    page.click("#messages-link")
+    page.wait_for_url(f"{server.url}/messages")
+    expect(page.locator('#clarifications li[data-mine="1"] .answer .text')).to_have_text(
+        "Yes: the handout's threshold is right.")
+    expect(page.locator('#clarifications li[data-mine="1"] .question')).to_have_text(question)  # her words
+    expect(page.locator("#announcements li.pinned .text")).to_have_text("Contest extended by 30 minutes")
+    assert page.locator("#msg-badge").is_hidden()
+
+    # bob reads the published question in the organiser's words, without its author
+    other = log_in(browser, server, bob)
+    expect(other.locator("#msg-badge")).to_have_text("2")
+    other.click("#messages-link")
+    public = other.locator('#clarifications li[data-mine="0"]')
+    expect(public.locator(".question")).to_have_text("Is the task 3 threshold right?")
+    expect(public.locator(".answer .text")).to_have_text("Yes: the handout's threshold is right.")
+    assert "alice" not in other.locator("main").inner_text().lower()
+    other.screenshot(path=str(ARTIFACTS / "messages-published.png"), full_page=True)

@@ -12,11 +12,12 @@ from html import unescape
 import httpx
 import pytest
 
-from grader import traces
+from grader.judging import trace_record as traces
 from judger.grading import grade_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
 from pages_testlib import VADD_ONLY as SMALL
-from pages_testlib import Pages, csrf_of, server, submit_page, wait_done, wait_until  # noqa: F401  (server: a fixture)
+from pages_testlib import (Pages, csrf_of, server, shared_server, submit_page, wait_done,  # noqa: F401 (fixtures)
+                           wait_until)
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -196,7 +197,9 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
 
     assert admin.post("/admin/rejudge", data={"id": 1, "csrf": "bad"}).status_code == 403
     done = admin.post("/admin/rejudge", data={"id": 1, "csrf": csrf})
-    assert done.status_code == 303 and "queued%20for%20rejudging" in done.headers["location"]
+    # the notice is a code (pages_admin.NOTICES), never text carried by the link
+    assert done.status_code == 303 and done.headers["location"] == "/admin?notice=rejudged&id=1"
+    assert "Submission 1 is queued for rejudging." in admin.get(done.headers["location"]).text
     wait_done(contestant, 1)
     api = httpx.get(f"{server.url}/api/v1/submissions/1", headers={"Authorization": f"Bearer {alice}"}).json()
     assert [p["verdict"] for p in api["points"]] == ["AC", "AC"] + ["CE"] * 8 and api["status"] == "done"
@@ -216,14 +219,17 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
     wait_until(unfrozen, 5, "the unfrozen board")
 
 
-@pytest.mark.parametrize("path", ["/submissions/0", "/submissions/abc", "/submissions/99999999999"])
-def test_bad_ids_are_refused_cleanly(server, path):
-    client = server.client(server.add_user("alice"))
+@pytest.mark.xdist_group("pages-shared-server")  # one worker, so one start of shared_server
+@pytest.mark.parametrize("n, path", enumerate(["/submissions/0", "/submissions/abc", "/submissions/99999999999"]))
+def test_bad_ids_are_refused_cleanly(shared_server, n, path):
+    client = shared_server.client(shared_server.add_user(f"alice{n}"))
     assert client.get(path).status_code in (404, 422)
 
 
+@pytest.mark.xdist_group("pages-shared-server")
 @pytest.mark.parametrize("path", ["/submissions/abc", "/no-such-page", "/submissions/1/nothing"])
-def test_a_browser_gets_an_html_error_page_where_an_api_client_gets_json(server, path):
+def test_a_browser_gets_an_html_error_page_where_an_api_client_gets_json(shared_server, path):
+    server = shared_server
     page = httpx.get(f"{server.url}{path}", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
     assert page.status_code == 404
     assert page.headers["content-type"].startswith("text/html") and "<h1>" in page.text and "Not found" in page.text

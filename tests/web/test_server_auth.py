@@ -8,7 +8,7 @@ import json
 
 import db
 from db.users import User
-from grader import accounts
+from grader.service import accounts
 from sqlalchemy import select
 from weblib import NOTHING, add_user, submit, wait_graded
 

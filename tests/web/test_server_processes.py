@@ -16,9 +16,9 @@ import pytest
 
 from grader.config import load_settings
 from grader.service import Service
-from grader.web import grading
-from grader.web.grading import READY, Dispatcher, Relay, RelayListener
-from grader.web.supervisor import listening_sockets, port_lock
+from grader.runtime.relay import READY, Relay, RelayListener
+from grader.service.scheduling import Dispatcher, grading_threads as grading
+from grader.serve.supervisor import listening_sockets, port_lock
 from tests.service.service_testlib import KDT_GRADE, ROOT, wait_until
 from weblib import NOTHING, Server, add_user, submit, wait_graded
 

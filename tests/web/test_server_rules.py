@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from grader import contest
+from grader.service import contest
 from weblib import NOTHING, VADD_ONLY, add_user, submit, wait_graded
 
 

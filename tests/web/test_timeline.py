@@ -1,7 +1,7 @@
-"""The timeline picture (grader/web/timeline.py) against the shared conformance traces: for cases with
+"""The timeline picture (grader/web/pages/timeline.py) against the shared conformance traces: for cases with
 known per-instruction issue/finish cycles (``../shared/conformance/expected.json``, the handout
 simulator's), every bar of the SVG sits where the trace says. Also the stored trace record
-(grader/traces.py): round trip, caps, hostile text escaped."""
+(grader/judging/trace_record.py): round trip, caps, hostile text escaped."""
 from __future__ import annotations
 
 import re
@@ -14,8 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kdt"))  # the shared conformance helpers
 from conformance import EXPECTED, run_case  # noqa: E402
-from grader import traces  # noqa: E402
-from grader.web import timeline  # noqa: E402
+from grader.judging import trace_record as traces  # noqa: E402
+from grader.web.pages import timeline  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
 LANE_CLASS = {"FREE": "tl-isu", "MEM": "tl-mem", "VXM": "tl-vxm", "MXM": "tl-mxm"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from grader import accounts
+from grader.service import accounts
 from tests.service.service_testlib import KDT_GRADE, ROOT, Deployment, wait_until
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -1,4 +1,4 @@
-"""Point traces: the compressed trace record of each graded test point (issue 12, the timeline pictures).
+"""Point traces: the compressed trace record of each graded test point.
 
 Revision ID: 0005
 Revises: 0004

@@ -1,0 +1,4 @@
+"""``python -m grader.cli``: the ``kdt-grade`` command."""
+from grader.cli import main
+
+main()

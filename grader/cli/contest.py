@@ -1,0 +1,96 @@
+"""``kdt-grade admin contest ...``: the contest's rules (thin, over ``grader.service.contest``)."""
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from grader.refusals import Refusal
+from grader.service import Service, contest
+
+from .output import dump_json, out, refused
+
+
+@click.group("contest")
+def contest_group() -> None:
+    """The contest's rules: window, freeze, submission limits (stored in the database)."""
+
+
+def _number(kind):
+    def convert(_ctx, _param, value):
+        if value is None:
+            return ...  # not given: unchanged
+        if value.strip().lower() == "none":
+            return None
+        try:
+            return kind(value)
+        except ValueError:
+            raise click.BadParameter(f"expected a number or `none`, got {value!r}") from None
+    return convert
+
+
+def _time(_ctx, _param, value):
+    if value is None:
+        return ...
+    try:
+        return contest.parse_time(value)
+    except Refusal as exc:
+        raise click.BadParameter(exc.message) from None
+
+
+@contest_group.command("set")
+@click.option("--name", help="The contest's name (`none` clears).")
+@click.option("--start", callback=_time, help="ISO time with offset, e.g. 2026-12-06T09:00+08:00 (`none`: open).")
+@click.option("--end", callback=_time, help="ISO time with offset (`none`: no end).")
+@click.option("--freeze", callback=_time, help="Freeze the public leaderboard from this time (`none`: never).")
+@click.option("--min-interval", callback=_number(float), help="Seconds between two submissions of a user.")
+@click.option("--max-per-hour", callback=_number(int), help="Submissions per user in any hour.")
+@click.option("--max-pending", callback=_number(int), help="Submissions per user not graded yet.")
+@click.option("--max-questions-per-hour", callback=_number(int), help="Clarification requests per user in any hour.")
+def set_(name, start, end, freeze, min_interval, max_per_hour, max_pending, max_questions_per_hour) -> None:
+    """Change the given rules (others stay; `none` clears one: no limit) and show them."""
+    given = {"name": ... if name is None else (None if name.lower() == "none" else name), "starts_at": start,
+             "ends_at": end, "freeze_at": freeze, "min_interval_seconds": min_interval,
+             "max_per_hour": max_per_hour, "max_pending": max_pending,
+             "max_questions_per_hour": max_questions_per_hour}
+    changes = {k: v for k, v in given.items() if v is not ...}
+    if not changes:
+        raise click.UsageError("give at least one of --name --start --end --freeze --min-interval "
+                               "--max-per-hour --max-pending --max-questions-per-hour")
+    with Service() as service:
+        try:
+            rules = contest.set_rules(service, **changes)
+        except Refusal as exc:
+            raise refused(exc) from None
+    _show(rules)
+
+
+@contest_group.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show(as_json: bool) -> None:
+    """Show the rules (unset: no limit)."""
+    with Service() as service:
+        rules = contest.get_rules(service)
+    if as_json:
+        dump_json(rules.to_dict())
+    else:
+        _show(rules)
+
+
+@contest_group.command()
+def unfreeze() -> None:
+    """Lift the scoreboard freeze: the public leaderboard counts every submission again."""
+    with Service() as service:
+        _show(contest.unfreeze(service))
+
+
+def _show(rules: contest.Rules) -> None:
+    plain = rules.to_dict()
+    table = Table(title="Contest rules", title_justify="left", show_header=False)
+    labels = {"name": "name", "starts_at": "start", "ends_at": "end", "freeze_at": "freeze",
+              "unfrozen": "unfrozen", "min_interval_seconds": "min interval (s)", "max_per_hour": "max per hour",
+              "max_pending": "max pending", "max_questions_per_hour": "max questions per hour"}
+    for key, label in labels.items():
+        value = plain[key]
+        table.add_row(label, "-" if value is None else escape(str(value)))
+    out.print(table)

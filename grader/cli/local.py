@@ -1,0 +1,147 @@
+"""The local ``kdt-grade`` commands: ``local``, and the local (no server) side of ``submit``,
+``status``, ``submissions``, ``leaderboard``, which ``grader.cli.contestant`` calls when no server is configured.
+
+Thin: each parses options, calls ``grader.service.Service`` (or ``grader.judging.pipeline`` for ``local``) and
+renders plain data with ``grader.cli.output``. Configuration comes from ``KDT_GRADE_*`` (``grader.config``).
+"""
+import sys
+from pathlib import Path
+
+import click
+
+from grader.config import load_settings
+from grader.judging import pipeline
+from grader.runtime.pool import InterruptLatch, open_pool
+from grader.service import Service
+from judger.grading import summarize
+from judger.tasks import TASK_IDS
+
+from .output import (dump_json, err, out, points_progress, print_leaderboard, progress_updater, safe, show_result,
+                     show_submitted, submissions_table)
+
+
+def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: bool = False) -> None:
+    """``kdt-grade submit`` into the local database. The file is refused (and nothing stored) if it is
+    larger than the limit, not UTF-8 or not Python. Without a broker (KDT_GRADE_BROKER_URL unset) it is
+    graded here, before the command returns."""
+    with Service() as service:
+        try:
+            submission_id = service.accept(file.read_bytes(), file.name, user)
+        except pipeline.Rejected as exc:
+            err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}. Nothing was stored.", soft_wrap=True)
+            if as_json:
+                dump_json({"error": "rejected", "message": f"{exc}. Nothing was stored.", "status": 400,
+                           "retry_after": None})
+            sys.exit(2)
+        except KeyboardInterrupt:  # accept is one transaction: interrupted, it stored nothing
+            err.print(f"\n[yellow]interrupted:[/yellow] {safe(file.name)} was not submitted (nothing was stored)")
+            sys.exit(130)
+        (err if as_json else out).print(f"submission {submission_id} accepted ({safe(file.name)}, user {safe(user)})")
+        sys.stdout.flush()
+        if service.settings.embedded:
+            _grade_here(service, submission_id, wait)
+        elif not service.enqueue(submission_id):
+            err.print(f"[yellow]the broker is unreachable:[/yellow] submission {submission_id} is stored and "
+                      "queued in the database; a worker or the server sends it as soon as the broker is back "
+                      "(nothing to do)")
+        if wait and not service.settings.embedded:
+            _wait_with_progress(service, submission_id, timeout)
+        state = service.status(submission_id)
+    show_submitted(state, wait, as_json)
+
+
+def _grade_here(service: Service, submission_id: int, wait: bool) -> None:
+    """Embedded mode: grade in this process (a progress bar with ``wait``), then resume submissions an
+    earlier interrupted run left unfinished. Ctrl-C says how the submission resumes, and exits 130."""
+    progress = points_progress() if wait else None
+    latch = InterruptLatch()
+    try:
+        with latch.armed():
+            if progress:
+                with progress:
+                    bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
+                    service.enqueue(submission_id, on_result=lambda _r: (latch.check(), progress.advance(bar)))
+            else:
+                err.print(f"grading #{submission_id} here (embedded mode: no broker configured) ...")
+                service.enqueue(submission_id, on_result=lambda _r: latch.check())
+            resumed = service.resume_interrupted()
+    except KeyboardInterrupt:
+        err.print(f"\n[yellow]interrupted:[/yellow] submission {submission_id} is stored with the test points "
+                  "graded so far. The next `kdt-grade submit` here resumes it (or now: `kdt-grade admin sweep "
+                  "--older-than 0`); `kdt-grade status` shows it meanwhile.")
+        sys.exit(130)
+    if resumed:
+        err.print(f"resumed interrupted submission(s): {', '.join(map(str, resumed))}")
+
+
+def _wait_with_progress(service: Service, submission_id: int, timeout: float) -> None:
+    with points_progress() as progress:
+        bar = progress.add_task(f"grading #{submission_id}", total=len(pipeline.ALL_POINTS))
+        try:
+            service.wait(submission_id, timeout=timeout, on_progress=progress_updater(progress, bar))
+        except TimeoutError as exc:
+            err.print(f"[yellow]{safe(exc)}[/yellow]; see `kdt-grade status {submission_id}`")
+            sys.exit(1)
+
+
+def status_local(submission_id: int, as_json: bool) -> None:
+    """``kdt-grade status`` from the local database."""
+    with Service() as service:
+        try:
+            state = service.status(submission_id)
+        except LookupError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        dump_json(state)
+    else:
+        note = ", rejudging: the scores shown are the previous grading's" if state.get("rejudging") else ""
+        show_result(state, f"submission {state['id']}: {state['file_name']} by {state['user']} "
+                           f"({state['status']}{note})")
+
+
+def leaderboard_local(as_json: bool, as_csv: bool) -> None:
+    """``kdt-grade leaderboard`` from the local database (every submission counts: no freeze here)."""
+    with Service() as service:
+        rows = service.leaderboard()
+    print_leaderboard(rows, as_json, as_csv)
+
+
+def submissions_local(user: str, as_json: bool) -> None:
+    """``kdt-grade submissions``: one user's submissions in the local database, oldest first."""
+    with Service() as service:
+        rows = [r for r in service.all_submissions() if r["user_name"] == user]
+    if as_json:
+        dump_json(rows)
+    else:
+        out.print(submissions_table(rows, title=f"Submissions of {user}"))
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--task", "task_id", type=click.Choice([str(t) for t in TASK_IDS]), help="Only this task.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: PointResult dicts, task scores, total.")
+def local(file: Path, task_id: str | None, as_json: bool) -> None:
+    """Grade FILE here, with no database or broker, exactly as the service does (same numbers)."""
+    settings = load_settings()
+    data = file.read_bytes()
+    try:
+        pipeline.check_source(data, settings.submission_max_bytes)
+    except pipeline.Rejected as exc:
+        err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}")
+        sys.exit(2)
+    points = [p for p in pipeline.ALL_POINTS if task_id is None or p[0] == int(task_id)]
+    with open_pool(settings, min(settings.workers, len(points))) as pool:
+        if as_json:
+            results = pipeline.grade_source(data, settings, points, pool)
+        else:
+            with points_progress() as progress:
+                bar = progress.add_task(f"grading {file.name}", total=len(points))
+                results = pipeline.grade_source(data, settings, points, pool,
+                                                on_result=lambda _r: progress.advance(bar))
+    summary = summarize(results)
+    report = {"file": file.name, "points": [r.to_dict() for r in results], "tasks": summary["tasks"],
+              "total": summary["total"]}
+    if as_json:
+        dump_json(report)
+    else:
+        show_result(report, f"{file.name} (local)")

@@ -1,0 +1,185 @@
+"""How the ``kdt-grade`` commands show plain data: rich tables, progress bars, JSON and CSV.
+
+Everything user-controlled (user and file names, messages, worker names, printed kernel output) goes
+through ``safe`` (``rich.markup.escape``) before rich renders it: a user called ``[/oops]`` or a kernel
+raising ``RuntimeError("[/red]")`` is shown as typed, never read as markup; and terminal control characters
+(ESC sequences that clear the screen, move the cursor or write the clipboard) are shown as ``\x1b``-style
+escapes (``printable``), so a contestant's text cannot rewrite an organiser's terminal.
+
+The same ``result_table`` renders ``kdt-grade local`` (``PointResult`` dicts) and ``kdt-grade status``
+(``Service.status``), so the two look alike and can be compared line by line.
+"""
+import csv
+import io
+import json
+import os
+import re
+import sys
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+# Not a terminal (a pipe, a log): 120 columns unless COLUMNS says otherwise, instead of rich's 80.
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+out = Console(highlight=False, soft_wrap=False, width=_WIDTH)
+err = Console(stderr=True, highlight=False)
+
+_VERDICT_STYLE = {"AC": "green", "WA": "red", "CE": "yellow", "RE": "red", "TLE": "magenta", "MLE": "magenta",
+                  "SV": "bold red", "IE": "bold blue"}
+_SCORE_KEYS = ("task1", "task2", "task3", "task4", "total")
+LEADERBOARD_COLUMNS = ["rank", "user_name", "submission_id", "created", "task1", "task2", "task3", "task4",
+                       "total"]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab written as an escape (``\x1b``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def safe(value) -> str:
+    """``value`` as text rich shows literally (control characters escaped, markup escaped); None as ``-``."""
+    return "-" if value is None else escape(printable(str(value)))
+
+
+def dump_json(data) -> None:
+    """Print ``data`` as JSON on stdout (machine-readable; no colours)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def csv_text(rows: list[dict], columns: list[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
+    return buffer.getvalue()
+
+
+def _num(value, digits=1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _when(timestamp) -> str:
+    return str(timestamp)[:19].replace("T", " ")
+
+
+def _verdict(verdict, state="done") -> str:
+    if verdict is None:
+        return f"[dim]{state}[/dim]"
+    return f"[{_VERDICT_STYLE.get(verdict, 'white')}]{safe(verdict)}[/]"
+
+
+def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
+    """The per-test-point table plus task scores and the total. ``points``: dicts with ``task, point,
+    verdict, cycles, score, utilisation, message`` (and optionally ``state``); ``tasks``: ``{id: {"name",
+    "weight", "score"}}``."""
+    table = Table(title=safe(title), title_justify="left")
+    for name, justify in (("task", "right"), ("point", "right"), ("verdict", "left"), ("cycles", "right"),
+                          ("MXM", "right"), ("score", "right"), ("message", "left")):
+        table.add_column(name, justify=justify, overflow="fold" if name == "message" else "ellipsis")
+    for p in points:
+        util = p.get("utilisation")
+        first = (p.get("message") or "").strip().splitlines()
+        table.add_row(str(p["task"]), str(p["point"]), _verdict(p.get("verdict"), p.get("state", "done")),
+                      "-" if p.get("cycles") is None else str(p["cycles"]),
+                      "-" if util is None else f"{100 * util:.1f}%", _num(p.get("score")),
+                      safe(first[0][:100]) if first else "")
+    table.add_section()
+    for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
+        table.add_row(str(task_id), "", "", "", "", f"{_num(t['score'])} / {t['weight']}", safe(t["name"]))
+    weight = sum(t["weight"] for t in tasks.values())
+    table.add_row("", "", "", "", "", f"[bold]{_num(total)} / {weight:.1f}[/bold]", "[bold]total[/bold]")
+    return table
+
+
+def show_result(state: dict, title: str) -> None:
+    """The result table of a status document or a ``local`` report, then the messages of failed points."""
+    out.print(result_table(title, state["points"], state["tasks"], state["total"]))
+    print_messages(state["points"])
+
+
+def show_submitted(state: dict, wait: bool, as_json: bool) -> None:
+    """What ``kdt-grade submit`` prints at the end: the status document (``--json``), the result table
+    (``--wait``), or where to look."""
+    if as_json:
+        dump_json(state)
+    elif wait:
+        show_result(state, f"submission {state['id']}: {state['file_name']} ({state['status']})")
+    elif state["total"] is not None and state["status"] in ("done", "failed"):
+        out.print(f"total {state['total']:.1f} / 100; details: kdt-grade status {state['id']}")
+    else:
+        out.print(f"queued; see `kdt-grade status {state['id']}`")
+
+
+def print_messages(points: list[dict]) -> None:
+    """The full messages of the points that did not pass, each distinct message once."""
+    groups: dict[str, list] = {}
+    for p in points:
+        if p.get("message") and p.get("verdict") not in (None, "AC"):
+            groups.setdefault(p["message"], []).append(p)
+    for message, group in groups.items():
+        where = ", ".join(f"{p['task']}.{p['point']}" for p in group)
+        out.print(f"\n[bold]{safe(group[0]['verdict'])}[/bold] on test point{'s' if len(group) > 1 else ''} {where}:")
+        out.print(printable(message), markup=False)
+
+
+def leaderboard_table(rows: list[dict], title="Leaderboard", tasks: dict | None = None) -> Table:
+    """``tasks``: ``{id: {"name", "weight"}}`` for the column heads (default: the judger's tasks; a client
+    passes the server's, so it need not import the judger and torch)."""
+    if tasks is None:
+        from judger.tasks import TASKS
+
+        tasks = {task_id: {"name": t.name, "weight": t.weight} for task_id, t in TASKS.items()}
+    table = Table(title=title, title_justify="left")
+    for name in ("rank", "user", "submission", "submitted"):
+        table.add_column(name, justify="right" if name in ("rank", "submission") else "left")
+    for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
+        table.add_column(f"T{task_id} /{t['weight']}", justify="right")
+    table.add_column("total", justify="right")
+    for r in rows:
+        table.add_row(str(r["rank"]), safe(r["user_name"]), str(r["submission_id"]), _when(r["created"]),
+                      *(_num(r[k], 2) for k in _SCORE_KEYS))
+    return table
+
+
+def print_leaderboard(rows: list[dict], as_json: bool, as_csv: bool, tasks: dict | None = None) -> None:
+    """Leaderboard rows as JSON, CSV or a table (``tasks``: the column heads, see ``leaderboard_table``)."""
+    if as_json:
+        dump_json(rows)
+    elif as_csv:
+        sys.stdout.write(csv_text(rows, LEADERBOARD_COLUMNS))
+    else:
+        out.print(leaderboard_table(rows, tasks=tasks))
+
+
+def submissions_table(rows: list[dict], title="Submissions") -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in ("id", "user", "file", "submitted", "status", "T1", "T2", "T3", "T4", "total"):
+        table.add_column(name, justify="right" if name in ("id", "T1", "T2", "T3", "T4", "total") else "left")
+    for r in rows:
+        table.add_row(str(r["submission_id"]), safe(r["user_name"]), safe(r["file_name"]), _when(r["created"]),
+                      safe(r["status"]), *(_num(r[k], 2) for k in _SCORE_KEYS))
+    return table
+
+
+def progress_updater(progress: Progress, bar):
+    """``on_progress(status)`` for a ``wait`` loop: the bar shows the finished test points."""
+    return lambda state: progress.update(bar, total=len(state["points"]),
+                                         completed=sum(p["state"] == "done" for p in state["points"]))
+
+
+def points_progress() -> Progress:
+    """A progress bar over test points, on stderr."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("test points"), TimeElapsedColumn(), console=err, transient=False)
+
+
+def refused(exc) -> click.ClickException:
+    """A service's ``grader.refusals.Refusal`` as the command's one-line error (exit status 1)."""
+    return click.ClickException(exc.message)

@@ -1,0 +1,176 @@
+"""The one way a submission is graded (architecture.md "The data's way"), shared by ``kdt-grade local``,
+the embedded mode and the Celery workers, so all of them give identical numbers.
+
+1. ``prepare(source, points, settings)``: static audit, then the sandboxed compile of every requested
+   test point. Returns plain data per point, a *compiled point*: ``{"ir": <IR JSON text>}`` or
+   ``{"verdict": "CE"|"SV"|"IE", "message": ...}``, plus ``compile_s``.
+2. ``judge(task_id, index, compiled_point, settings)``: trusted. Loads the IR strictly, runs the test
+   point with ``judger.grading.judge_compiled`` (the only place scores are computed) and returns a
+   ``PointResult``; a ``MemoryError`` of this process becomes ``MLE``. ``judge_traced`` also returns the
+   compressed trace of the first trial (``grader.judging.trace_record``), which the service stores for the pages.
+
+``grade_source`` chains both, fanning the test points out over a process pool whose workers carry the
+grading memory limit.
+
+kdt and ``judger.grading`` (so torch) are imported by ``judge`` when it first runs, in the process that
+simulates: the HTTP processes and the CLI import this module through ``grader.service`` and never judge.
+"""
+import concurrent.futures
+import time
+
+from grader.config import Settings
+from grader.runtime.pool import interrupts_deferred
+from judger.tasks import all_points, get_point, get_task
+from judger.verdicts import PointResult, Verdict
+
+from . import trace_record as traces
+from .audit import audit_source
+from .compile import Failure, compile_submission
+from .pyparse import check_syntax, source_encoding
+
+ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
+
+
+class Rejected(ValueError):
+    """A file refused at intake (too large, not UTF-8, not Python): nothing is stored or graded."""
+
+
+def check_source(data: bytes, max_bytes: int) -> str:
+    """The submission's text after the intake checks (size, UTF-8 and no other coding
+    declaration, parses as Python).
+
+    Raises ``Rejected`` with a message for the contestant."""
+    if len(data) > max_bytes:
+        raise Rejected(f"the file is {len(data)} bytes; the limit is {max_bytes} bytes")
+    if not data.strip():
+        raise Rejected("the file is empty")
+    try:
+        text = data.decode("utf-8")  # kept whole: the stored text encodes back to exactly these bytes
+    except UnicodeDecodeError as exc:
+        raise Rejected(f"the file is not UTF-8 text (byte {exc.start})") from None
+    try:
+        encoding = source_encoding(text)
+    except SyntaxError as exc:
+        raise Rejected(f"the file's coding declaration is not usable: {exc.msg}; submissions are UTF-8 "
+                       "text, remove the coding line") from None
+    if encoding != "utf-8":
+        raise Rejected(f"the file declares the source encoding {encoding!r}; submissions are UTF-8 text "
+                       "(the judge reads them so): remove the coding line or make it utf-8")
+    try:
+        check_syntax(text.removeprefix("\ufeff"))  # a byte-order mark is fine, as for Python itself
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        raise Rejected(f"the file is not valid Python: {where}{exc.msg}") from None
+    except ValueError as exc:
+        raise Rejected(f"the file cannot be parsed as Python: {exc}") from None
+    except (RecursionError, MemoryError):  # the parser's own limits; its MemoryError carries no text
+        raise Rejected("the file cannot be parsed as Python: it is nested too deeply or is too long for "
+                       "the parser") from None
+    return text
+
+
+def prepare(source: bytes, points, settings: Settings) -> dict:
+    """Audit and compile: ``{(task, point): compiled point}`` (plain data, see the module docstring)."""
+    t0 = time.perf_counter()
+    report = audit_source(source.decode("utf-8-sig", "replace"), "submission.py")
+    if not report.ok:
+        message = "security violation: the static audit refused the file\n" + report.format()
+        return {p: _failure("SV", message, time.perf_counter() - t0) for p in points}
+    outcome = compile_submission(source, list(points), settings.sandbox_limits)
+    compile_s = time.perf_counter() - t0
+    out = {}
+    for p in points:
+        k = outcome.kernels[p]
+        out[p] = _failure(k.verdict, k.message, compile_s, k.retry) if isinstance(k, Failure) else \
+            {"ir": k.to_json(), "compile_s": compile_s}
+    return out
+
+
+def judge_fault(compiled: dict) -> bool:
+    """Whether ``prepare``'s compiled points show a fault of the judge's surroundings that this (trusted)
+    process detected itself, worth compiling again: the sandbox could not run, or the child died while
+    loading our code (``"retry"``). Nothing the child says makes the judge compile a file twice (and the
+    child can claim no ``IE`` at all: ``grader.judging.compile._VERDICTS_FROM_CHILD``)."""
+    return any(c.get("retry") for c in compiled.values())
+
+
+def judge(task_id: int, index: int, compiled_point: dict, settings: Settings) -> PointResult:
+    """Grade one test point from its compiled point (trusted; runs no submission code)."""
+    return _judge(task_id, index, compiled_point, settings, None)
+
+
+def judge_traced(task_id: int, index: int, compiled_point: dict, settings: Settings
+                 ) -> tuple[PointResult, bytes | None]:
+    """``judge``, also recording the first trial's trace (``grader.judging.trace_record``: jobs 0-3, capped,
+    compressed); the trace is None when nothing was launched or no job ran."""
+    profile = traces.profile_for_judging()
+    result = _judge(task_id, index, compiled_point, settings, profile)
+    record = traces.record_of(profile)
+    return result, (None if record is None else traces.encode(record))
+
+
+def unsimulated(task_id: int, index: int, compiled_point: dict) -> PointResult | None:
+    """The result of a compiled point that has nothing to simulate (``CE``, ``SV``, ``IE``: no IR), else
+    None. The service records these at compile time: they never wait for a worker."""
+    if "ir" in compiled_point:
+        return None
+    compile_s = float(compiled_point.get("compile_s", 0.0))
+    return PointResult(task_id, index, Verdict(compiled_point["verdict"]), None, 0.0, compiled_point["message"],
+                       {"compile_s": compile_s, "simulate_s": 0.0, "total_s": compile_s}, None)
+
+
+def _judge(task_id: int, index: int, compiled_point: dict, settings: Settings, profile) -> PointResult:
+    import kdt
+    from judger.grading import judge_compiled
+
+    done = unsimulated(task_id, index, compiled_point)
+    if done is not None:
+        return done
+    task, point = get_task(task_id), get_point(task_id, index)
+    compile_s = float(compiled_point.get("compile_s", 0.0))
+    t0 = time.perf_counter()
+    try:
+        compiled = kdt.CompiledKernel.from_json(compiled_point["ir"])
+        return judge_compiled(compiled, task, point, timeout=settings.sim_timeout_seconds, compile_s=compile_s,
+                              profile=profile)
+    except kdt.IRFormatError as exc:
+        verdict, message = Verdict.SV, f"security violation: malformed compiled kernel: {exc}"
+    except MemoryError:
+        verdict, message = Verdict.MLE, (f"the simulation needed more than {settings.grade_memory_mb} MiB "
+                                         "of memory")
+    spent = time.perf_counter() - t0
+    return PointResult(task_id, index, verdict, None, 0.0, message,
+                       {"compile_s": compile_s, "simulate_s": spent, "total_s": compile_s + spent}, None)
+
+
+def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None, on_result=None) -> list:
+    """Audit, compile and judge ``points`` of one submission; results in ``points`` order.
+
+    ``pool`` is a ``concurrent.futures`` executor (see ``grader.runtime.pool``); None judges in this process.
+    ``on_result(PointResult)`` is called as each point finishes (progress bars)."""
+    compiled = prepare(source, points, settings)
+    if pool is None:
+        results = []
+        for p in points:
+            results.append(judge(*p, compiled[p], settings))
+            if on_result:
+                on_result(results[-1])
+        return results
+    with interrupts_deferred():  # a Ctrl-C waits until the pool's processes are started
+        futures = {pool.submit(judge, *p, compiled[p], settings): p for p in points}
+    done = {}
+    for fut in concurrent.futures.as_completed(futures):
+        p = futures[fut]
+        try:
+            done[p] = fut.result()
+        except Exception as exc:  # a pool process died (e.g. killed by the OS): the judge's problem
+            done[p] = PointResult(*p, Verdict.IE, None, 0.0, f"internal error of the judge: the grading "
+                                  f"process failed ({type(exc).__name__}: {exc}); it will be retried")
+        if on_result:
+            on_result(done[p])
+    return [done[p] for p in points]
+
+
+def _failure(verdict: str, message: str, compile_s: float, retry: bool = False) -> dict:
+    """A compiled point without a kernel; ``retry`` (only when true) marks a judge fault worth compiling again."""
+    return {"verdict": str(verdict), "message": message, "compile_s": compile_s, **({"retry": True} if retry else {})}

@@ -1,0 +1,1 @@
+"""``kdt-grade serve``'s processes: the grading process and the HTTP processes it supervises."""

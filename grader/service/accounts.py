@@ -1,0 +1,195 @@
+"""Contestant and organiser accounts of the contest server: bearer tokens, creation, import, disabling.
+
+Tokens: ``kdt_`` followed by ``secrets.token_urlsafe(32)`` (32 random bytes, 256 bits, URL-safe). The
+database keeps only the token's SHA-256 (``db.accounts``): a stolen database yields no usable token.
+A fast unsalted hash is enough here, unlike for passwords: a 256-bit random token cannot be guessed or
+looked up in a dictionary, so the slow, salted hashes that protect low-entropy passwords add nothing.
+A token is found by its hash (a unique index) and the stored hash is compared again with
+``hmac.compare_digest``, so no comparison leaks timing about a token's bytes. Tokens are shown once, when
+created (``admin users add``, ``import``, ``reset-token``), and never logged.
+
+Public API: ``Account``, ``new_token``, ``hash_token``, ``check_name``, ``add_user``, ``import_users``,
+``list_users``, ``set_disabled``, ``reset_token``, ``authenticate`` (``well_formed`` and
+``account_for``: its two halves). The functions take a ``grader.service.database.Database`` (a
+``Service`` is one) for its transactions.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import re
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import db.accounts as accounts_db
+import db.web_sessions as sessions_db
+from grader.refusals import BadRequest, Forbidden, NotAuthenticated
+
+from .database import Database
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+
+TOKEN_PREFIX = "kdt_"
+TOKEN_BYTES = 32
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_-]{16,200}")
+
+
+@dataclass(frozen=True)
+class Account:
+    """An authenticated user: ``id``, ``name`` (unique login), ``display_name`` (or None), ``is_admin``."""
+
+    id: int
+    name: str
+    display_name: str | None
+    is_admin: bool
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Account:
+        return cls(row["id"], row["name"], row["display_name"], bool(row["is_admin"]))
+
+
+def new_token() -> str:
+    """A new random bearer token: ``kdt_`` + 43 URL-safe characters (32 random bytes)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def hash_token(token: str) -> str:
+    """The lowercase hex SHA-256 of the token's UTF-8 bytes (what the database stores)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is a valid account name (1..100 characters: letters, digits, ``_ . -``, not starting
+    with a punctuation mark), else ``BadRequest`` saying so."""
+    if not NAME_PATTERN.fullmatch(name or ""):
+        raise BadRequest(f"invalid user name {name!r}: use 1..100 letters, digits, '_', '.' or '-', "
+                         "starting with a letter or digit")
+    return name
+
+
+def _display_name(display_name: str | None) -> str | None:
+    if display_name is None or not display_name.strip():
+        return None
+    display_name = display_name.strip()
+    if len(display_name) > 200 or any(ord(c) < 32 for c in display_name):
+        raise BadRequest("a display name has at most 200 characters and no control characters")
+    return display_name
+
+
+def add_user(database: Database, name: str, display_name: str | None = None,
+             is_admin: bool = False) -> tuple[dict[str, Any], str]:
+    """Create an account; return ``(account dict, token)``. The token is not stored and cannot be shown
+    again. Raises ``BadRequest`` for an invalid or taken name (then nothing is written)."""
+    check_name(name)
+    token = new_token()
+    with database.session() as session:
+        try:
+            row = accounts_db.create_account(session, name, hash_token(token), _display_name(display_name),
+                                             is_admin)
+        except accounts_db.AccountExists as exc:
+            raise BadRequest(f"{exc}; `admin users reset-token {name}` gives it a new token") from None
+    return row, token
+
+
+def parse_user_csv(text: str) -> list[tuple[str, str | None]]:
+    """``name[,display_name]`` lines (blank lines and a ``name,...`` header skipped) as pairs. Raises
+    ``BadRequest`` naming the line of the first invalid or repeated name."""
+    users, seen = [], set()
+    for number, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not fields or not any(f.strip() for f in fields):
+            continue
+        name = fields[0].strip()
+        if number == 1 and name.lower() in ("name", "user"):
+            continue
+        if len(fields) > 2:
+            raise BadRequest(f"line {number}: expected name[,display_name], got {len(fields)} fields")
+        try:
+            check_name(name)
+        except BadRequest as exc:
+            raise BadRequest(f"line {number}: {exc}") from None
+        if name in seen:
+            raise BadRequest(f"line {number}: {name!r} appears twice")
+        seen.add(name)
+        users.append((name, fields[1] if len(fields) > 1 else None))
+    return users
+
+
+def import_users(database: Database, users: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """Create every ``(name, display_name)`` account in one transaction; return ``[(name, token)]``. If one
+    name is taken or invalid, ``BadRequest`` names it and no account is created."""
+    created = []
+    with database.session() as session:
+        for name, display_name in users:
+            check_name(name)
+            token = new_token()
+            try:
+                accounts_db.create_account(session, name, hash_token(token), _display_name(display_name))
+            except accounts_db.AccountExists as exc:
+                raise BadRequest(f"{exc}; nothing was imported") from None
+            created.append((name, token))
+    return created
+
+
+def list_users(database: Database) -> list[dict[str, Any]]:
+    """Every user with its flags and submission count, by name (``db.accounts.list_accounts``)."""
+    with database.session() as session:
+        return accounts_db.list_accounts(session)
+
+
+def set_disabled(database: Database, name: str, disabled: bool) -> dict[str, Any]:
+    """Disable (the token answers 403, its page sessions end) or enable user ``name``. ``LookupError`` for an unknown name."""
+    with database.session() as session:
+        row = accounts_db.set_disabled(session, name, disabled)
+        if disabled:  # its page sessions end with it (grader.service.login_sessions)
+            sessions_db.delete_user_web_sessions(session, row["id"])
+        return row
+
+
+def reset_token(database: Database, name: str) -> str:
+    """Give user ``name`` a new token (the old one stops working at once, and every page session of the
+    account ends: ``grader.service.login_sessions``) and return it. ``LookupError``
+    for an unknown name."""
+    token = new_token()
+    with database.session() as session:
+        row = accounts_db.set_token_hash(session, name, hash_token(token))
+        sessions_db.delete_user_web_sessions(session, row["id"])  # every page session logged in with the old one
+    return token
+
+
+def authenticate(database: Database, token: str | None) -> Account:
+    """The account a bearer token belongs to. Raises ``NotAuthenticated`` (401) for a missing, malformed or
+    unknown token and ``Forbidden`` (403) for a disabled account. The token itself is never put in a
+    message."""
+    token = well_formed(token)
+    with database.read_session() as session:
+        return account_for(session, token)
+
+
+def well_formed(token: str | None) -> str:
+    """``token`` if it has the form of a token; ``NotAuthenticated`` (401) for none or a malformed one.
+    Needs no database: the server refuses such a request before reading its body."""
+    if not token:
+        raise NotAuthenticated("this needs a token: send the header `Authorization: Bearer TOKEN` "
+                               "(`kdt-grade login --server URL --token TOKEN` saves yours)")
+    if not _TOKEN_PATTERN.fullmatch(token):
+        raise NotAuthenticated("the token is malformed; copy it again from what the organisers gave you")
+    return token
+
+
+def account_for(session: Session, token: str) -> Account:
+    """``authenticate`` of a ``well_formed`` token in a session the caller holds (the API's intake reads
+    the account and the contest's rules in one snapshot). Raises ``NotAuthenticated`` (401, unknown) or
+    ``Forbidden`` (403, disabled)."""
+    digest = hash_token(token)
+    row = accounts_db.find_by_token_hash(session, digest)
+    if row is None or not hmac.compare_digest(row["token_hash"], digest):
+        raise NotAuthenticated("unknown token; check it, or ask the organisers for a new one")
+    if row["disabled"]:
+        raise Forbidden(f"the account {row['name']!r} is disabled; ask the organisers", code="disabled")
+    return Account.from_row(row)

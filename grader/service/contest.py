@@ -1,0 +1,246 @@
+"""The contest's rules and what they mean: the window, the per-user submission limits, the scoreboard freeze.
+
+The rules live in the database (``db.contest``), so every server process and worker agrees; unset values
+mean "no limit", which is the behaviour of a service without a contest. Set by ``kdt-grade admin contest
+set`` or the admin API; read by the server for each submission:
+
+- window: a submission before ``starts_at`` or at/after ``ends_at`` is refused (403 ``not_started`` /
+  ``ended``);
+- limits, per user: at most one submission every ``min_interval_seconds``, at most ``max_per_hour`` in any
+  hour (a sliding window of 3600 s), at most ``max_pending`` not yet graded (queued or running). A
+  refusal is 429 ``rate_limited`` / ``hourly_limit`` / ``too_many_pending`` with the seconds to wait;
+- questions: at most ``max_questions_per_hour`` clarification requests per user in any hour (what it
+  means is ``grader.service.messages``');
+- freeze: from ``freeze_at`` on, the public leaderboard counts only submissions made before it, until an
+  organiser unfreezes it (``unfrozen``). A contestant still sees their own results in full.
+
+``admit`` is the check ``Service.accept`` runs inside the intake's transaction, after locking the user's
+row, so two concurrent submissions of one user cannot both pass a limit. Organisers (admin accounts)
+are not held to the window or the limits.
+
+Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``unfreeze``, ``admit``, ``check``,
+``check_in``, ``allowance``, ``public_leaderboard``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import db.contest as contest_db
+from db.base import utcnow
+from db.leaderboard import leaderboard as leaderboard_query
+from grader.refusals import BadRequest, Forbidden, Refusal, TooMany
+
+from .database import Database
+from .rows import iso, plain, plain_rows
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+
+HOUR = timedelta(hours=1)
+PENDING_RETRY_SECONDS = 15  # a submission is graded in about this time; then a pending slot may be free
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The contest rules (``db.contest`` fields). Times are aware UTC datetimes or None; limits None = none."""
+
+    name: str | None = None
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    freeze_at: datetime | None = None
+    unfrozen: bool = False
+    min_interval_seconds: float | None = None
+    max_per_hour: int | None = None
+    max_pending: int | None = None
+    max_questions_per_hour: int | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Rules:
+        return cls(**{field: row[field] for field in contest_db.FIELDS})
+
+    def frozen(self, now: datetime) -> bool:
+        """True while the public leaderboard is frozen: past ``freeze_at`` and not unfrozen."""
+        return self.freeze_at is not None and now >= self.freeze_at and not self.unfrozen
+
+    def leaderboard_cutoff(self, now: datetime) -> datetime | None:
+        """The time before which submissions count on the public leaderboard (None: all count)."""
+        return self.freeze_at if self.frozen(now) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, times as ISO 8601 strings."""
+        return plain(asdict(self))
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An ISO 8601 time with an offset (``2026-12-06T09:00+08:00``, ``...Z``) as aware UTC; ``none`` or an
+    empty string gives None (clear). Raises ``BadRequest`` for anything else, including a time without an
+    offset (which would be ambiguous between the organisers' and the server's zone)."""
+    if text is None or text.strip().lower() in ("", "none"):
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise BadRequest(f"not an ISO 8601 time: {text!r} (example: 2026-12-06T09:00+08:00)") from None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise BadRequest(f"{text!r} has no UTC offset; write e.g. {text.strip()}+08:00 or {text.strip()}Z")
+    if not _plausible(value):
+        raise BadRequest(f"{text.strip()} is not a plausible contest time")
+    return value.astimezone(UTC)
+
+
+def get_rules(database: Database) -> Rules:
+    """The current rules from the database."""
+    with database.read_session() as session:
+        return Rules.from_row(contest_db.get_contest(session))
+
+
+MAX_INTERVAL_SECONDS = 7 * 24 * 3600  # a week: more is a typo (and infinity would break every Retry-After)
+MAX_COUNT = 1_000_000                  # per hour / pending: far above any contest, far below a 64-bit column
+
+
+def _plausible(moment: datetime) -> bool:
+    """A contest time in the years 2000-2999 (UTC); anything else is a typo (or overflows)."""
+    try:
+        return 2000 <= moment.astimezone(UTC).year <= 2999
+    except OverflowError:
+        return False
+
+
+def _validated(current: Rules, changes: dict[str, Any]) -> dict[str, Any]:
+    merged = {**asdict(current), **changes}
+    interval = merged["min_interval_seconds"]
+    if interval is not None and not 0 <= interval <= MAX_INTERVAL_SECONDS:  # also refuses nan and inf
+        raise BadRequest(f"--min-interval must be between 0 and {MAX_INTERVAL_SECONDS} seconds, got {interval}")
+    for key, option in (("max_per_hour", "--max-per-hour"), ("max_pending", "--max-pending"),
+                        ("max_questions_per_hour", "--max-questions-per-hour")):
+        if merged[key] is not None and not 1 <= merged[key] <= MAX_COUNT:
+            raise BadRequest(f"{option} must be between 1 and {MAX_COUNT} (unset it with `none` for no limit)")
+    for key in ("starts_at", "ends_at", "freeze_at"):
+        if merged[key] is not None and not _plausible(merged[key]):
+            raise BadRequest(f"{key}: {merged[key].isoformat()} is not a plausible contest time")
+    if merged["starts_at"] and merged["ends_at"] and merged["ends_at"] <= merged["starts_at"]:
+        raise BadRequest(f"the end ({merged['ends_at'].isoformat()}) must be after the start "
+                         f"({merged['starts_at'].isoformat()})")
+    if merged["name"] is not None and len(merged["name"]) > contest_db.NAME_MAX_LENGTH:
+        raise BadRequest(f"the contest name has at most {contest_db.NAME_MAX_LENGTH} characters")
+    if "freeze_at" in changes:
+        changes = {**changes, "unfrozen": False}  # a new freeze time freezes again
+    return changes
+
+
+def set_rules(database: Database, **changes: Any) -> Rules:
+    """Change the given rules (keys of ``Rules``; None clears one) and return the new rules. Setting
+    ``freeze_at`` also clears ``unfrozen``. Raises ``BadRequest`` for a negative interval, a limit below 1,
+    an end not after the start or an unknown field."""
+    unknown = set(changes) - set(contest_db.FIELDS)
+    if unknown:
+        raise BadRequest(f"unknown contest settings {sorted(unknown)}")
+    with database.session() as session:
+        current = Rules.from_row(contest_db.get_contest(session))
+        return Rules.from_row(contest_db.update_contest(session, **_validated(current, changes)))
+
+
+def unfreeze(database: Database) -> Rules:
+    """Lift the freeze: the public leaderboard counts every submission again (until a new ``freeze_at``)."""
+    with database.session() as session:
+        return Rules.from_row(contest_db.update_contest(session, unfrozen=True))
+
+
+def _window_refusal(rules: Rules, now: datetime) -> Refusal | None:
+    if rules.starts_at is not None and now < rules.starts_at:
+        return Forbidden(f"the contest has not started: it opens at {rules.starts_at.isoformat()} "
+                         f"(server time now {now.isoformat(timespec='seconds')})", code="not_started")
+    if rules.ends_at is not None and now >= rules.ends_at:
+        return Forbidden(f"the contest ended at {rules.ends_at.isoformat()}; no more submissions are accepted",
+                         code="ended")
+    return None
+
+
+def _limit_refusals(session: Session, rules: Rules, user_id: int, now: datetime) -> list[TooMany]:
+    """Every limit the user is at right now, each with its wait (empty: a submission may go in)."""
+    refusals = []
+    if rules.min_interval_seconds:
+        last = contest_db.last_submission(session, user_id)
+        wait = rules.min_interval_seconds - (now - last).total_seconds() if last else 0
+        if wait > 0:
+            refusals.append(TooMany(f"one submission every {rules.min_interval_seconds:g} s: try again in "
+                                    f"{wait:.0f} s", retry_after=wait))
+    if rules.max_per_hour is not None:
+        times = contest_db.recent_submissions(session, user_id, now - HOUR)
+        if len(times) >= rules.max_per_hour:
+            wait = (times[len(times) - rules.max_per_hour] + HOUR - now).total_seconds()
+            refusals.append(TooMany(f"at most {rules.max_per_hour} submissions per hour: try again in "
+                                    f"{wait:.0f} s", code="hourly_limit", retry_after=wait))
+    if rules.max_pending is not None:
+        pending = contest_db.pending_count(session, user_id)
+        if pending >= rules.max_pending:
+            refusals.append(TooMany(f"you have {pending} submission(s) not graded yet (at most "
+                                    f"{rules.max_pending}): wait for a result", code="too_many_pending",
+                                    retry_after=PENDING_RETRY_SECONDS))
+    return refusals
+
+
+def admit(session: Session, user_id: int, now: datetime | None = None) -> None:
+    """The intake's rule check (``Service.accept(..., admit=admit)``), inside its transaction: lock the
+    user's row, read the rules, and raise the first ``Refusal`` that applies (403 window, 429 limit)."""
+    contest_db.lock_user(session, user_id)
+    _refuse(session, user_id, now or utcnow())
+
+
+def _refuse(session: Session, user_id: int, now: datetime) -> None:
+    """Raise the ``Refusal`` the rules give user ``user_id`` at ``now``, if any (``_refusal``)."""
+    refusal = _refusal(session, Rules.from_row(contest_db.get_contest(session)), user_id, now)
+    if refusal is not None:
+        raise refusal
+
+
+def _refusal(session: Session, rules: Rules, user_id: int, now: datetime) -> Refusal | None:
+    """The window's refusal, else the limit that lasts longest, else None."""
+    window = _window_refusal(rules, now)
+    if window is not None:
+        return window
+    limits = _limit_refusals(session, rules, user_id, now)
+    return max(limits, key=lambda r: r.retry_after) if limits else None
+
+
+def check(database: Database, user_id: int) -> None:
+    """The rules of ``admit`` in a read-only snapshot: the server's early check, so that a refused upload
+    stores nothing at all (``Service.accept`` checks again, authoritatively, under the user's lock)."""
+    with database.read_session() as session:
+        check_in(session, user_id)
+
+
+def check_in(session: Session, user_id: int) -> None:
+    """``check`` in a snapshot the caller holds (the API's intake reads the token's account in the same
+    one). Raises the ``Refusal`` that applies now, if any."""
+    _refuse(session, user_id, utcnow())
+
+
+def allowance(database: Database, user_id: int, now: datetime | None = None) -> dict[str, Any]:
+    """What user ``user_id`` may do now: ``{"can_submit", "reason", "retry_after" (seconds or None),
+    "pending", "submitted_last_hour", "remaining_this_hour" (None: no hourly limit)}``."""
+    now = now or utcnow()
+    with database.read_session() as session:
+        rules = Rules.from_row(contest_db.get_contest(session))
+        worst = _refusal(session, rules, user_id, now)
+        hour = len(contest_db.recent_submissions(session, user_id, now - HOUR))
+        pending = contest_db.pending_count(session, user_id)
+    return {"can_submit": worst is None, "reason": worst.message if worst else None,
+            "retry_after": worst.retry_after if worst else None, "pending": pending,
+            "submitted_last_hour": hour,
+            "remaining_this_hour": None if rules.max_per_hour is None else max(0, rules.max_per_hour - hour)}
+
+
+def public_leaderboard(database: Database, now: datetime | None = None) -> dict[str, Any]:
+    """The public leaderboard: ``{"frozen": bool, "freeze_at": ISO or None, "rows": [...]}`` with the rows
+    of ``db.leaderboard`` (times as ISO strings), counting only submissions before the freeze while frozen.
+    Organisers' accounts are not on it (their submissions are tests of the judge, not entries)."""
+    now = now or utcnow()
+    with database.read_session() as session:
+        rules = Rules.from_row(contest_db.get_contest(session))
+        cutoff = rules.leaderboard_cutoff(now)
+        rows = leaderboard_query(session, created_before=cutoff)
+    return {"frozen": cutoff is not None, "freeze_at": iso(rules.freeze_at), "rows": plain_rows(rows)}

@@ -1,0 +1,77 @@
+"""The organisers' API (``/api/v1/admin``, an admin token needed): every submission, rejudge, users,
+the contest rules, unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+
+from grader.refusals import NotFound
+from grader.service import accounts, contest, visibility
+from grader.service.accounts import Account
+from grader.service.rows import plain_rows
+from grader.web.http.auth import admin_account
+from grader.web.http.error_responses import error_responses
+
+from .contestant import SOURCE_RESPONSES, SubmissionId
+from .schemas import Rejudged, RejudgeRequest, Rules, RulesChange, Status, SubmissionRow
+
+router = APIRouter(prefix="/api/v1/admin", tags=["admin"], dependencies=[Depends(admin_account)],
+                   responses=error_responses(401, 403, 503))
+
+
+@router.get("/submissions", response_model=list[SubmissionRow])
+def all_submissions(request: Request) -> list[dict]:
+    """Every submission of every user, oldest first."""
+    return request.app.state.service.all_submissions()
+
+
+@router.get("/submissions/{submission_id}", response_model=Status, responses=error_responses(404, 422))
+def submission(request: Request, submission_id: int = SubmissionId,
+               account: Account = Depends(admin_account)) -> dict:
+    """Any submission's status document, with the worker of each test point."""
+    return visibility.status_for(request.app.state.service, account, submission_id)
+
+
+@router.get("/submissions/{submission_id}/source", response_model=None,
+            responses={**SOURCE_RESPONSES, **error_responses(404, 422)})
+def submission_source(request: Request, submission_id: int = SubmissionId,
+                      account: Account = Depends(admin_account)) -> PlainTextResponse:
+    """Any submission's file."""
+    return PlainTextResponse(visibility.source_for(request.app.state.service, account, submission_id)[1])
+
+
+@router.post("/rejudge", status_code=202, response_model=Rejudged, responses=error_responses(400, 404, 422))
+async def rejudge(request: Request, body: RejudgeRequest) -> dict:
+    """Grade submissions again from scratch (ids, a user's, or all); answers once they are queued."""
+    service = request.app.state.service
+    try:
+        ids = await run_in_threadpool(service.rejudge, body.ids, body.user, body.all)
+    except LookupError as exc:
+        raise NotFound(f"{exc}; nothing was rejudged") from None
+    return {"ids": ids}
+
+
+@router.get("/users")
+def users(request: Request) -> list[dict]:
+    """Every account (name, display name, flags, whether it has a token, its number of submissions)."""
+    return plain_rows(accounts.list_users(request.app.state.service))
+
+
+@router.get("/contest", response_model=Rules)
+def rules(request: Request) -> dict:
+    """The contest rules as stored."""
+    return contest.get_rules(request.app.state.service).to_dict()
+
+
+@router.patch("/contest", response_model=Rules, responses=error_responses(400, 422))
+def change_rules(request: Request, body: RulesChange) -> dict:
+    """Change some rules (fields left out stay; null clears). A new freeze time freezes again."""
+    changes = {field: getattr(body, field) for field in body.model_fields_set}
+    return contest.set_rules(request.app.state.service, **changes).to_dict()
+
+
+@router.post("/contest/unfreeze", response_model=Rules)
+def unfreeze(request: Request) -> dict:
+    """Lift the scoreboard freeze: the public leaderboard counts every submission again."""
+    return contest.unfreeze(request.app.state.service).to_dict()

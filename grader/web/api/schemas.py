@@ -1,0 +1,251 @@
+"""The JSON documents of the API as pydantic models (they are the schemas of ``/api/v1/openapi.json``).
+
+Times are ISO 8601 strings with an offset (UTC). The status document is ``Service.status`` (what
+``kdt-grade status --json`` prints); the list rows are ``db.all_submissions`` rows; the leaderboard rows
+are ``db.leaderboard`` rows.
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+
+class Accepted(BaseModel):
+    """202 answer to an upload: the submission is stored and queued."""
+
+    id: int
+    status: str = Field(description="always `queued` here; follow `url` for the results")
+    url: str
+
+
+class Point(BaseModel):
+    task: int
+    point: int
+    state: str = Field(description="queued, running or done")
+    verdict: str | None
+    cycles: int | None
+    score: float | None
+    utilisation: float | None = Field(description="MXM utilisation (0..1) of tasks 2-4")
+    message: str
+    attempts: int
+    worker: str | None = Field(description="who graded the point (organisers only; null for contestants)")
+    started_at: str | None
+    finished_at: str | None
+    wall_seconds: float | None
+
+
+class TaskScore(BaseModel):
+    name: str
+    weight: float
+    score: float | None
+
+
+class Status(BaseModel):
+    """One submission: per test point verdict, cycles, score, message, utilisation; per task and total."""
+
+    id: int
+    user: str
+    file_name: str
+    sha256: str
+    created: str
+    status: str = Field(description="queued, running, done or failed (a fault of the judge)")
+    points: list[Point]
+    tasks: dict[int, TaskScore]
+    total: float | None
+
+
+class SubmissionRow(BaseModel):
+    submission_id: int
+    user_id: int
+    user_name: str
+    file_name: str
+    sha256: str
+    created: str
+    status: str
+    task1: float | None
+    task2: float | None
+    task3: float | None
+    task4: float | None
+    total: float | None
+
+
+class LeaderboardRow(BaseModel):
+    rank: int
+    user_id: int
+    user_name: str
+    display_name: str | None
+    submission_id: int
+    created: str
+    task1: float | None
+    task2: float | None
+    task3: float | None
+    task4: float | None
+    total: float | None
+
+
+class TaskInfo(BaseModel):
+    name: str
+    weight: float
+
+
+class Leaderboard(BaseModel):
+    """Each user's best submission, best first; while frozen, only submissions made before the freeze."""
+
+    frozen: bool
+    freeze_at: str | None
+    tasks: dict[str, TaskInfo]
+    rows: list[LeaderboardRow]
+
+
+class Limits(BaseModel):
+    min_interval_seconds: float | None
+    max_per_hour: int | None
+    max_pending: int | None
+    max_questions_per_hour: int | None
+    max_bytes: int
+
+
+class Allowance(BaseModel):
+    """What the caller may do right now."""
+
+    can_submit: bool
+    reason: str | None
+    retry_after: int | None
+    pending: int
+    submitted_last_hour: int
+    remaining_this_hour: int | None
+
+
+class GraderVersion(BaseModel):
+    version: str
+    code_sha256: str = Field(description="SHA-256 of kdt/ and judger/ (`kdt-grade version` prints yours)")
+
+
+class Contest(BaseModel):
+    name: str | None
+    starts_at: str | None
+    ends_at: str | None
+    freeze_at: str | None
+    frozen: bool
+    limits: Limits
+    user: str | None = Field(description="the caller (with a token)")
+    allowance: Allowance | None = Field(description="the caller's remaining allowance (with a token)")
+    server_time: str
+    grader: GraderVersion
+
+
+class Rules(BaseModel):
+    """The contest rules as stored."""
+
+    name: str | None
+    starts_at: str | None
+    ends_at: str | None
+    freeze_at: str | None
+    unfrozen: bool
+    min_interval_seconds: float | None
+    max_per_hour: int | None
+    max_pending: int | None
+    max_questions_per_hour: int | None
+
+
+class RulesChange(BaseModel):
+    """Rules to change; a field left out stays, a field set to null is cleared (no limit). Unknown fields
+    and non-finite numbers are refused (422); ranges are checked by ``grader.service.contest.set_rules`` (400)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str | None = Field(None, max_length=200)
+    starts_at: AwareDatetime | None = None
+    ends_at: AwareDatetime | None = None
+    freeze_at: AwareDatetime | None = None
+    min_interval_seconds: float | None = Field(None, ge=0)
+    max_per_hour: StrictInt | None = Field(None, ge=1)  # strict: JSON true is not 1
+    max_pending: StrictInt | None = Field(None, ge=1)
+    max_questions_per_hour: StrictInt | None = Field(None, ge=1)
+
+
+class RejudgeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[Annotated[StrictInt, Field(ge=1, le=2**62)]] = Field(default_factory=list, max_length=100_000)
+    user: str | None = None
+    all: StrictBool = False
+
+
+class Rejudged(BaseModel):
+    ids: list[int]
+
+
+# ---- contest communication (grader.service.messages) -----------------------------------------------
+
+class AskRequest(BaseModel):
+    """A clarification request. The server checks the text (at most 2000 characters on 30 lines, no control
+    characters but newlines and tabs: 400 ``bad_text``) and the task (one of the contest's, or left out for
+    a general question: 400 ``bad_task``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    task: StrictInt | None = Field(None, description="the task the question is about; null or left out: general "
+                                                     "(an integer: JSON true is refused, not read as 1)")
+
+
+class Question(BaseModel):
+    """A question as a contestant reads it: their own (``mine``), or another user's published one (then
+    in the organisers' wording, and without its author)."""
+
+    id: int
+    task: int | None
+    text: str
+    created: str
+    state: str = Field(description="open, answered or ignored")
+    answer: str | None
+    published: bool = Field(description="the answer is shown to everyone")
+    answered_at: str | None
+    mine: bool
+
+
+class OrganiserQuestion(BaseModel):
+    """A question as the organisers see it: every field, with the author's and the answerer's names."""
+
+    id: int
+    author_id: int
+    author: str | None
+    task: int | None
+    text: str
+    created: str
+    state: str
+    answer: str | None
+    public_text: str | None = Field(description="the wording shown to everyone instead of `text`, if any")
+    published: bool
+    handled_by: int | None
+    handled_by_name: str | None
+    handled_at: str | None
+
+
+class AnswerRequest(BaseModel):
+    """An answer (at most 4000 characters on 60 lines): to the author only, or to everyone (``publish``),
+    then optionally with ``public_text`` shown in place of the author's words."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    publish: StrictBool = False
+    public_text: str | None = None
+
+
+class AnnounceRequest(BaseModel):
+    """An announcement to everyone (at most 4000 characters on 60 lines); ``pinned`` ones are listed first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    pinned: StrictBool = False
+
+
+class Announcement(BaseModel):
+    id: int
+    text: str
+    created: str
+    pinned: bool

@@ -1,0 +1,1 @@
+"""The HTML pages: routers, view models, templates and static files."""

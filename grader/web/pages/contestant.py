@@ -1,0 +1,172 @@
+"""The contestants' own pages (HTML, server-rendered; architecture: pages are an audience of their own).
+
+Thin: read the session (``grader.web.http.cookie_session``), call the service (``contest``,
+``visibility``, ``queries``), render (``render``). Everything works without JavaScript; ``static/live.js``
+only adds the live updates through ``/submissions/ID/status.json``.
+
+- ``/submit``: the caller's limits and the upload form (its CSRF token is a field of the multipart body,
+  read by the shared size-capped reader);
+- ``/submissions``, ``/submissions/ID`` (per-point table, timelines, highlighted source),
+  ``/submissions/ID/status.json``, ``/submissions/ID/points/T/P/timeline.svg`` and ``.../perfetto.json``.
+
+Another user's submission answers 404, exactly as a missing one (``grader.service.visibility``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from grader.judging import trace_record
+from grader.judging.pipeline import Rejected
+from grader.refusals import NotFound, Refusal
+from grader.service import contest, queries, visibility
+from grader.web.http import admission, cookie_session as session
+from grader.web.http.csrf import check_csrf
+from grader.web.http.upload import read_upload_form
+
+from . import render as views
+from .base import SVG_HEADERS, SubmissionId, error_page, page, to_login
+from .timeline import timeline_height, timeline_svg
+
+router = APIRouter(include_in_schema=False)
+
+
+def _submit_page(request: Request, account, status: int = 200, error: str | None = None) -> Response:
+    service = request.app.state.service
+    rules = contest.get_rules(service)
+    now = datetime.now(UTC)
+    allowance = views.allowance_view(contest.allowance(service, account.id, now), now)
+    return page(request, "submit.html", status, account=account, rules=rules, allowance=allowance, error=error,
+                limit_lines=views.limit_lines(rules), max_bytes=service.settings.submission_max_bytes)
+
+
+@router.get("/submit")
+def submit_form(request: Request) -> Response:
+    account = session.page_account(request)
+    if account is None:
+        return to_login(request)
+    return _submit_page(request, account)
+
+
+@router.post("/submit")
+async def submit(request: Request) -> Response:
+    """Upload from the form: stored and queued (303 to its page), or the form again with the refusal. The
+    CSRF token is a field of the multipart body (never in the URL, so never in an access log)."""
+    account = await run_in_threadpool(session.page_account, request)
+    if account is None:
+        return to_login(request)
+    service = request.app.state.service
+    try:
+        # before the upload is read or parsed: a refused contestant costs nothing
+        await run_in_threadpool(admission.check, service, account)
+        with request.app.state.uploads.one_of(account):  # one upload at a time per account (admission.Uploads)
+            name, data, fields = await read_upload_form(request, service.settings.submission_max_bytes)
+            check_csrf(request, fields.get("csrf", "")[:128])
+            submission_id = await admission.in_thread(request, admission.accept, service, account, name, data)
+    except Rejected as exc:
+        return await run_in_threadpool(_submit_page, request, account, 400, f"{exc}. Nothing was stored.")
+    except Refusal as exc:
+        return await run_in_threadpool(_submit_page, request, account, exc.status, exc.message)
+    return RedirectResponse(f"/submissions/{submission_id}", status_code=303)
+
+
+@router.get("/submissions")
+def my_submissions(request: Request) -> Response:
+    account = session.page_account(request)
+    if account is None:
+        return to_login(request)
+    rows = visibility.submissions_for(request.app.state.service, account)
+    return page(request, "submissions.html", account=account,
+                submissions=[views.submission_row(r) for r in reversed(rows)])
+
+
+def _visible_state(request: Request, account, submission_id: int) -> dict | None:
+    try:
+        return visibility.status_for(request.app.state.service, account, submission_id)
+    except NotFound:
+        return None
+
+
+def _missing(request: Request, account, submission_id: int) -> Response:
+    return error_page(request, 404, "Not found", f"There is no submission {submission_id} of yours.", account)
+
+
+@router.get("/submissions/{submission_id}")
+def submission_page(request: Request, submission_id: int = SubmissionId) -> Response:
+    """Per-point table (live while grading), the timelines of the graded points, the highlighted source."""
+    account = session.page_account(request)
+    if account is None:
+        return to_login(request)
+    state = _visible_state(request, account, submission_id)
+    if state is None:
+        return _missing(request, account, submission_id)
+    service = request.app.state.service
+    _, source = visibility.source_for(service, account, submission_id)
+    sub = views.submission_view(state, _frames(service, submission_id))
+    return page(request, "submission.html", account=account, sub=sub, source_html=views.highlight(source))
+
+
+@router.get("/submissions/{submission_id}/status.json")
+def submission_live(request: Request, submission_id: int = SubmissionId) -> Response:
+    """The small document the page polls while grading (304 with ``If-None-Match`` when unchanged)."""
+    account = session.page_account(request)
+    state = None if account is None else _visible_state(request, account, submission_id)
+    if state is None:
+        return JSONResponse({"error": "not_found", "message": f"no submission {submission_id} of yours"}, 404)
+    doc = views.live_document(state, _frames(request.app.state.service, submission_id))
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _frames(service, submission_id: int) -> dict:
+    """(task, point) -> timeline height in pixels, for each stored trace of the submission."""
+    return {key: timeline_height(record, 0) for key, record in queries.trace_records(service, submission_id).items()}
+
+
+def _point_record(request: Request, submission_id: int, task: int, point: int):
+    """(account, record) of a graded point the caller may see, or a 404/redirect response."""
+    account = session.page_account(request)
+    if account is None:
+        return to_login(request)
+    state = _visible_state(request, account, submission_id)
+    entry = None if state is None else next((p for p in state["points"] if (p["task"], p["point"]) == (task, point)),
+                                            None)
+    record = None
+    if entry is not None and entry["state"] == "done":
+        record = queries.trace_record(request.app.state.service, submission_id, task, point)
+    if record is None:
+        return error_page(request, 404, "Not found", f"No timeline for task {task} point {point} of submission "
+                          f"{submission_id} (not yours, not graded yet, or nothing was simulated).", account)
+    return record
+
+
+@router.get("/submissions/{submission_id}/points/{task}/{point}/timeline.svg")
+def timeline(request: Request, submission_id: int = SubmissionId, task: int = Path(ge=1, le=99),
+             point: int = Path(ge=0, le=99)) -> Response:
+    """The timeline picture (SVG) of job 0 of a graded point."""
+    record = _point_record(request, submission_id, task, point)
+    if isinstance(record, Response):
+        return record
+    svg = timeline_svg(record, 0, svg_id=f"timeline-{task}-{point}")
+    return Response(svg, media_type="image/svg+xml", headers=SVG_HEADERS)
+
+
+@router.get("/submissions/{submission_id}/points/{task}/{point}/perfetto.json")
+def perfetto(request: Request, submission_id: int = SubmissionId, task: int = Path(ge=1, le=99),
+             point: int = Path(ge=0, le=99)) -> Response:
+    """The point's Perfetto / Chrome trace JSON (jobs 0-3 and the placement), as a download."""
+    record = _point_record(request, submission_id, task, point)
+    if isinstance(record, Response):
+        return record
+    name = f"submission-{submission_id}-task{task}-point{point}.perfetto.json"
+    return Response(trace_record.perfetto_json(record), media_type="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "private"})

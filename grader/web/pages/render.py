@@ -1,0 +1,203 @@
+"""Rendering of the pages: the Jinja2 environment (autoescape on), the common context, and the view models
+that turn the service's plain data into display strings, once, for the templates and the live JSON alike.
+
+- ``render(request, template, status=200, **context)``: an HTML response with ``account``, ``csrf``, the
+  contest's name and the server time in the context;
+- ``point_view``, ``submission_view``, ``submission_row``, ``banner_view``, ``allowance_view``: display
+  strings (cycles ``22,482``, scores ``37.30``, utilisation ``91.1%``, times ``2026-12-01 09:45:12 UTC``);
+- ``highlight(source)``: the source as Pygments HTML (line numbers), ``pygments_css()`` its stylesheet.
+
+Every value reaches HTML through autoescaping templates (or ``textContent`` in live.js); the only markup
+inserted as-is is Pygments' output, which escapes the source itself.
+"""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from grader.web.http import cookie_session as session
+from grader.web.http.csrf import csrf_for
+from judger.tasks import TASKS, get_point
+from judger.verdicts import VERDICTS, Verdict
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+DEFAULT_NAME = "KDT contest"
+_FORMATTER = HtmlFormatter(linenos="table", cssclass="source", lineanchors="L", wrapcode=True)
+
+environment = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=False,
+                          auto_reload=False)
+
+
+@cache
+def package_version() -> str:
+    try:
+        return version("kdt-grade")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "unknown"
+
+
+def render(request: Request, template: str, status: int = 200, *, account=None, headers=None,
+           **context) -> HTMLResponse:
+    """Render ``template`` with the common context into an HTML response."""
+    now = datetime.now(UTC)
+    token = session.session_token(request)
+    rules = context.pop("rules", None)
+    html = environment.get_template(template).render(
+        account=account, csrf=csrf_for(token) if token and account else "",
+        contest_name=(rules.name if rules is not None and rules.name else DEFAULT_NAME),
+        version=package_version(), now_iso=now.isoformat(), now_text=time_text(now),
+        tasks=[{"id": t.id, "name": t.name, "weight": t.weight} for t in TASKS.values()], **context)
+    response = HTMLResponse(html, status_code=status, headers=headers)
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+# ---- formatting ------------------------------------------------------------------------------------
+
+def score_text(value) -> str:
+    """A score (0..100 points) with two decimals, or an en dash when there is none yet."""
+    return "\u2013" if value is None else f"{value:.2f}"
+
+
+def cycles_text(value) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def util_text(value) -> str:
+    return "" if value is None else f"{100 * value:.1f}%"
+
+
+def parse_time(value) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value)
+
+
+def time_text(value) -> str:
+    """``2026-12-01 09:45:12 UTC`` of an aware datetime or ISO string ('' for None)."""
+    when = parse_time(value)
+    return "" if when is None else when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def duration_text(seconds: float) -> str:
+    """``2 h 05 min``, ``4 min 10 s`` or ``12 s``."""
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
+# ---- view models -----------------------------------------------------------------------------------
+
+def point_view(submission_id: int, p: dict, frames: dict) -> dict:
+    """One test point of the status document as display strings (also the live JSON's entries);
+    ``frames`` maps the (task, point) of each stored trace to its picture's height in pixels."""
+    done = p["state"] == "done"
+    height = frames.get((p["task"], p["point"])) if done else None
+    has_trace = height is not None
+    base = f"/submissions/{submission_id}/points/{p['task']}/{p['point']}"
+    verdict = p["verdict"] if done else p["state"]
+    return {
+        "task": p["task"], "point": p["point"], "state": p["state"], "verdict": verdict,
+        "verdict_class": verdict, "verdict_title": _verdict_title(verdict),
+        "cycles": cycles_text(p["cycles"]), "threshold": cycles_text(get_point(p["task"], p["point"]).threshold),
+        "score": score_text(p["score"]) if done else "", "utilisation": util_text(p["utilisation"]),
+        "message": p["message"] or "", "timeline": f"{base}/timeline.svg" if has_trace else None,
+        "perfetto": f"{base}/perfetto.json" if has_trace else None, "height": height,
+    }
+
+
+def submission_view(state: dict, frames: dict) -> dict:
+    """The status document (``Service.status``) of one submission as display data."""
+    return {
+        "id": state["id"], "user": state["user"], "file_name": state["file_name"], "sha256": state["sha256"],
+        "created": state["created"], "created_text": time_text(state["created"]), "status": state["status"],
+        "live": state["status"] in ("queued", "running"), "total": score_text(state["total"]),
+        "tasks": [{"id": int(t), "name": v["name"], "weight": v["weight"], "score": score_text(v["score"])}
+                  for t, v in state["tasks"].items()],
+        "points": [point_view(state["id"], p, frames) for p in state["points"]],
+    }
+
+
+def live_document(state: dict, frames: dict) -> dict:
+    """The small JSON a submission page polls: status, totals, and every point's display strings."""
+    view = submission_view(state, frames)
+    return {"status": view["status"], "total": view["total"], "points": view["points"],
+            "tasks": {t["id"]: t["score"] for t in view["tasks"]}}
+
+
+def submission_row(row: dict) -> dict:
+    """A row of a submissions list (``db.all_submissions`` data) as display data."""
+    return {"id": row["submission_id"], "user": row.get("user_name", ""), "file_name": row["file_name"],
+            "created": row["created"], "created_text": time_text(row["created"]), "status": row["status"],
+            "tasks": [score_text(row[f"task{t}"]) for t in TASKS], "total": score_text(row["total"])}
+
+
+def banner_view(rules, now: datetime) -> dict:
+    """The contest banner: phase (``not_started`` / ``running`` / ``ended``), time left, the freeze."""
+    starts, ends = rules.starts_at, rules.ends_at
+    if starts is not None and now < starts:
+        phase, left = "not_started", (starts - now).total_seconds()
+    elif ends is not None and now >= ends:
+        phase, left = "ended", 0
+    else:
+        phase, left = "running", (ends - now).total_seconds() if ends is not None else 0
+    return {"phase": phase, "left_text": duration_text(left), "frozen": rules.frozen(now),
+            "starts_at": starts.isoformat() if starts else "", "starts_text": time_text(starts),
+            "ends_at": ends.isoformat() if ends else "", "ends_text": time_text(ends),
+            "freeze_at": rules.freeze_at.isoformat() if rules.freeze_at else "", "freeze_text": time_text(rules.freeze_at)}
+
+
+def allowance_view(allowance: dict, now: datetime) -> dict:
+    """``grader.service.contest.allowance`` with the next allowed time as text."""
+    view = dict(allowance)
+    wait = allowance.get("retry_after")
+    if wait:
+        next_at = datetime.fromtimestamp(now.timestamp() + wait, UTC)
+        view.update(retry_text=duration_text(wait), next_at=next_at.isoformat(), next_text=time_text(next_at))
+    return view
+
+
+def limit_lines(rules) -> list[str]:
+    """The contest's submission limits in words (none set: one line saying so)."""
+    lines = []
+    if rules.min_interval_seconds:
+        lines.append(f"At most one submission every {duration_text(rules.min_interval_seconds)}.")
+    if rules.max_per_hour:
+        lines.append(f"At most {rules.max_per_hour} submissions in any hour.")
+    if rules.max_pending:
+        lines.append(f"At most {rules.max_pending} submissions waiting to be graded.")
+    return lines or ["No rate limits are set for this contest."]
+
+
+def highlight(source: str) -> Markup:
+    """The source as highlighted HTML (Pygments escapes it), lines numbered and anchored ``#L-N``."""
+    return Markup(pygments_highlight(source, PythonLexer(), _FORMATTER))
+
+
+@cache
+def pygments_css() -> str:
+    """Pygments' stylesheet for ``highlight``'s markup (generated, not copied into the repository)."""
+    return _FORMATTER.get_style_defs(".source")
+
+
+_STATE_TITLES = {"queued": "waiting for a worker", "running": "being graded"}
+
+
+def _verdict_title(verdict: str) -> str:
+    return Verdict(verdict).description if verdict in VERDICTS else _STATE_TITLES.get(verdict, verdict)

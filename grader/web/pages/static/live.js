@@ -1,0 +1,181 @@
+// kdt-grade pages: live updates (the pages work without this file, only without live updates).
+// The scoreboard asks /scoreboard.json?since=VERSION: 304 when nothing changed, else only the rows that
+// changed. A submission page being graded asks its status.json (304 while nothing changed). The
+// messages badge of a logged-in user asks /messages.json the same way (ETag, 304 while nothing changed). All text
+// is set with textContent: nothing from the server is parsed as HTML.
+"use strict";
+
+function cell(text, cls) {
+  const td = document.createElement("td");
+  if (cls) td.className = cls;
+  td.textContent = text;
+  return td;
+}
+
+async function getJSON(url, etag) {
+  const headers = etag ? {"If-None-Match": etag} : {};
+  const response = await fetch(url, {headers, cache: "no-store", credentials: "same-origin"});
+  if (response.status === 304) return {unchanged: true, etag};
+  if (!response.ok) throw new Error(url + ": HTTP " + response.status);
+  return {data: await response.json(), etag: response.headers.get("ETag")};
+}
+
+function boardRow(row) {
+  const tr = document.createElement("tr");
+  tr.dataset.user = row.user;
+  tr.append(cell(row.rank, "num"), cell(row.name));
+  for (const s of row.tasks) tr.append(cell(s, "num"));
+  tr.append(cell(row.total, "num total"));
+  const td = document.createElement("td");
+  const time = document.createElement("time");
+  time.dateTime = row.created;
+  time.textContent = row.created_text;
+  td.append(time);
+  tr.append(td);
+  return tr;
+}
+
+function liveScoreboard(table) {
+  const body = table.tBodies[0];
+  let version = table.dataset.version;
+  async function tick() {
+    try {
+      const url = "/scoreboard.json?since=" + encodeURIComponent(version);
+      const response = await fetch(url, {cache: "no-store"});
+      if (response.status === 200) {
+        const doc = await response.json();
+        if (doc.full) body.replaceChildren();
+        const byUser = new Map([...body.querySelectorAll("tr[data-user]")].map(tr => [tr.dataset.user, tr]));
+        for (const user of doc.removed || []) byUser.get(user)?.remove();
+        for (const row of doc.changed) {
+          const fresh = boardRow(row);
+          const old = byUser.get(row.user);
+          if (old) old.replaceWith(fresh); else body.append(fresh);
+        }
+        const rows = [...body.querySelectorAll("tr[data-user]")];
+        rows.sort((a, b) => Number(a.cells[0].textContent) - Number(b.cells[0].textContent));
+        body.querySelector("tr.empty")?.remove();
+        body.append(...rows);
+        version = doc.version;
+        table.dataset.version = version;
+        table.dataset.updates = String(Number(table.dataset.updates || 0) + 1);
+        const notice = document.getElementById("frozen-notice");
+        if (notice) notice.hidden = !doc.frozen;
+      }
+    } catch (err) {
+      console.warn("scoreboard update failed", err);
+    }
+    setTimeout(tick, Number(table.dataset.interval || 4000));
+  }
+  setTimeout(tick, Number(table.dataset.interval || 4000));
+}
+
+function setPoint(tr, p) {
+  tr.dataset.state = p.state;
+  const f = name => tr.querySelector('[data-f="' + name + '"]');
+  const verdict = document.createElement("span");
+  verdict.className = "verdict v-" + p.verdict_class;
+  verdict.title = p.verdict_title;
+  verdict.textContent = p.verdict;
+  f("verdict").replaceChildren(verdict);
+  f("cycles").textContent = p.cycles;
+  f("score").textContent = p.score;
+  f("utilisation").textContent = p.utilisation;
+  if (p.message) {
+    const pre = document.createElement("pre");
+    pre.className = "message";
+    pre.textContent = p.message;
+    f("message").replaceChildren(pre);
+  } else {
+    f("message").replaceChildren();
+  }
+  if (p.timeline && !document.getElementById("tl-" + p.task + "-" + p.point)) {
+    const link = document.createElement("a");
+    link.href = "#tl-" + p.task + "-" + p.point;
+    link.textContent = "picture";
+    f("timeline").replaceChildren(link);
+    const item = document.getElementById("timeline-template").content.firstElementChild.cloneNode(true);
+    item.id = "tl-" + p.task + "-" + p.point;
+    item.dataset.task = p.task;
+    item.dataset.point = p.point;
+    item.querySelector("summary").textContent = "Task " + p.task + ", point " + p.point + ": " + p.verdict +
+      (p.cycles ? ", " + p.cycles + " cycles" : "");
+    item.querySelector("iframe").src = p.timeline;
+    item.querySelector("iframe").style.height = (p.height + 4) + "px";
+    item.querySelector(".tl-open").href = p.timeline;
+    item.querySelector(".tl-perfetto").href = p.perfetto;
+    const list = document.getElementById("timelines");
+    const later = [...list.children].find(el =>
+      Number(el.dataset.task) * 100 + Number(el.dataset.point) > p.task * 100 + p.point);
+    list.insertBefore(item, later || null);  // in test point order, as the server renders them
+  }
+}
+
+function liveSubmission(table) {
+  let etag = null;
+  async function tick() {
+    let again = true;
+    try {
+      const got = await getJSON(table.dataset.statusUrl, etag);
+      if (!got.unchanged) {
+        etag = got.etag;
+        const doc = got.data;
+        for (const p of doc.points) {
+          const tr = document.getElementById("pt-" + p.task + "-" + p.point);
+          if (tr) setPoint(tr, p);
+        }
+        const status = document.getElementById("sub-status");
+        status.textContent = doc.status;
+        status.className = "status status-" + doc.status;
+        document.getElementById("sub-total").textContent = doc.total;
+        for (const [task, score] of Object.entries(doc.tasks)) {
+          const td = document.querySelector('[data-task-score="' + task + '"]');
+          if (td) td.textContent = score;
+        }
+        table.dataset.updates = String(Number(table.dataset.updates || 0) + 1);
+        if (doc.status === "done" || doc.status === "failed") {
+          again = false;
+          table.dataset.live = "0";
+          document.getElementById("live-hint")?.remove();
+        }
+      }
+    } catch (err) {
+      console.warn("status update failed", err);
+    }
+    if (again) setTimeout(tick, 1500);
+  }
+  setTimeout(tick, 1000);
+}
+
+function liveBadge(badge) {
+  let etag = null;
+  const interval = Number(badge.dataset.interval || 5000);
+  async function tick() {
+    try {
+      const got = await getJSON("/messages.json", etag);
+      if (!got.unchanged) {
+        etag = got.etag;
+        const doc = got.data;
+        badge.textContent = String(doc.total);
+        badge.hidden = doc.total === 0;
+        badge.title = doc.answers + " unread answer(s), " + doc.announcements + " unread announcement(s)";
+        badge.dataset.updates = String(Number(badge.dataset.updates || 0) + 1);
+        const fresh = document.getElementById("new-messages");  // on the Messages page itself
+        if (fresh && doc.total > 0) fresh.hidden = false;
+      }
+    } catch (err) {
+      console.warn("messages badge update failed", err);
+    }
+    setTimeout(tick, interval);
+  }
+  setTimeout(tick, interval);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const badge = document.getElementById("msg-badge");
+  if (badge) liveBadge(badge);
+  const board = document.getElementById("scoreboard");
+  if (board) liveScoreboard(board);
+  const points = document.getElementById("points");
+  if (points && points.dataset.live === "1") liveSubmission(points);
+});

@@ -1,0 +1,67 @@
+"""``--explain``: why a test point takes its cycles, in a few terminal lines (``kdt.Profile.explain``).
+
+    explanation(profile) -> dict           # the JSON form (``--json``)
+    format_explanation(expl) -> [str]       # the lines printed under the test point
+
+Cycles are the simulator's (spec kdt-semantics.md §4); the causes are ``kdt.simulator.explain``'s.
+"""
+from collections import Counter
+
+import kdt
+
+# what the waiting line does, for one line and for several
+CAUSE_TEXT = {"raw": ("waits for its input to be written", "wait for their inputs to be written"),
+              "waw": ("waits for its output to be written", "wait for their outputs to be written"),
+              "war": ("waits for its output to be read", "wait for their outputs to be read"),
+              "unit": ("waits for the busy unit", "wait for the busy unit")}
+
+
+def profile_for_explain() -> kdt.Profile:
+    """Every job traced: the bound needs every job's busy cycles."""
+    return kdt.Profile()
+
+
+def explanation(profile: kdt.Profile) -> dict | None:
+    """``profile.explain()`` plus the critical path of job 0 grouped by source line (``path_lines``:
+    ``line``, ``ops``, ``cycles``, ``share`` of the job's cycles), or None when nothing ran."""
+    if not profile.runs or not profile.is_traced(0):
+        return None
+    expl = profile.explain(job=0)
+    job_cycles = profile.runs[0].cycles
+    per_line, ops = Counter(), {}
+    for link in expl["critical_path"]:
+        if link["line"] is not None:
+            per_line[link["line"]] += link["cycles"]
+            ops.setdefault(link["line"], []).append(link["op"])
+    expl["job_cycles"] = job_cycles
+    expl["path_lines"] = [{"line": line, "ops": sorted(set(ops[line])), "cycles": c,
+                           "share": c / job_cycles if job_cycles else 0.0}
+                          for line, c in per_line.most_common()]
+    return expl
+
+
+def format_explanation(expl: dict | None, top: int = 3) -> list:
+    """The indented lines printed under a test point: cycles against the bound and the utilisation, the
+    lines of job 0's critical path, the stall cycles by cause and the lines that make others wait."""
+    if expl is None:
+        return ["    why: nothing was simulated"]
+    b = expl["bound"]
+    util = ", ".join(f"{u} {100 * v:.1f}%" for u, v in sorted(expl["utilisation"].items(), key=lambda kv: -kv[1]))
+    ratio = f" = {expl['kernel_cycles'] / b['cycles']:.2f}x the bound" if b["cycles"] else ""
+    lines = [f"    why: {expl['kernel_cycles']:,} cycles; bound {b['cycles']:,} ({b['unit']} busy cycles on the "
+             f"busiest SM){ratio}; utilisation {util}"]
+    path = expl["path_lines"][:top]
+    if path:
+        lines.append(f"    critical path of job 0 ({expl['job_cycles']:,} cycles): " + ", ".join(
+            f"line {p['line']} {'/'.join(p['ops'])} {100 * p['share']:.1f}%" for p in path))
+    stalls = {c: n for c, n in expl["stall_cycles"].items() if n}
+    if stalls:
+        lines.append("    stall cycles of the issue unit: " + ", ".join(
+            f"{c} {n:,}" for c, n in sorted(stalls.items(), key=lambda kv: -kv[1])))
+    for e in expl["top_lines"]["caused"][:top]:
+        cause, cycles = next(iter(e["causes"].items()))
+        many = len(e["other"]) > 1
+        waiting = ("lines " if many else "line ") + ", ".join(str(ln) for ln in e["other"])
+        lines.append(f"    line {e['line']} ({'/'.join(e['ops'])}) holds up others {e['cycles']:,} cycles: "
+                     f"{waiting} {CAUSE_TEXT[cause][many]} ({cause} {cycles:,})")
+    return lines
