@@ -3,8 +3,8 @@
 - ``grading_pool(settings, workers)``: a ``forkserver`` pool (clean processes, kdt and the judger
   preloaded) whose processes carry the grading memory limit (``limit_memory``) and run at a lower CPU
   priority (``settings.grade_nice``), so a server in the same machine keeps answering while they grade.
-- Ctrl-C in a terminal sends SIGINT to the whole foreground process group. The fork server is started
-  with SIGINT ignored, and every pool process inherits that: only the main process is interrupted, and it
+- Ctrl-C in a terminal sends SIGINT to the whole foreground process group. The fork server ignores
+  SIGINT from its first instruction on (``_start_forkserver``), and every pool process inherits that: only the main process is interrupted, and it
   stops the pool itself (``stop_pool``: running points are not waited for, nothing prints a traceback).
 - Pool processes are spawned inside ``pool.submit``; ``interrupts_deferred()`` holds a Ctrl-C back
   while a batch is submitted, so the main process never exits with a process half-started (whose
@@ -31,6 +31,7 @@ from multiprocessing import forkserver, resource_tracker
 from grader.config import Settings
 
 PRELOAD = ["kdt", "judger.grading", "grader.judging.pipeline"]
+SIGINT_IGNORED = "grader.runtime.sigint_ignored"  # always the fork server's first import
 _preload_chosen = False
 
 
@@ -77,18 +78,22 @@ def stop_pool(pool: concurrent.futures.ProcessPoolExecutor) -> None:
 
 @contextlib.contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """Hold back a Ctrl-C (SIGINT) until the block ends, then raise the ``KeyboardInterrupt``. Only the
-    main thread receives SIGINT in Python; elsewhere (a server's grading threads) this does nothing."""
+    """Hold back a Ctrl-C (SIGINT) until the block ends, then hand it to the SIGINT handler that was in
+    place (Python's default raises ``KeyboardInterrupt``; after one that returns, ``KeyboardInterrupt``
+    is raised all the same). Only the main thread receives SIGINT in Python; elsewhere (a server's
+    grading threads) this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    caught: list = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if caught:
+    if caught:  # the handler the block replaced gets the Ctrl-C now (an ``InterruptLatch`` remembers it)
+        if callable(previous):
+            previous(signal.SIGINT, caught[0])
         raise KeyboardInterrupt
 
 
@@ -140,28 +145,29 @@ def start_forkserver(preload: list[str] = PRELOAD) -> multiprocessing.context.Fo
     global _preload_chosen
     ctx = multiprocessing.get_context("forkserver")
     if not _preload_chosen:  # the first start decides (and a fork server started again keeps it)
-        ctx.set_forkserver_preload(preload)
+        ctx.set_forkserver_preload([SIGINT_IGNORED, *preload])
         _preload_chosen = True
     _start_forkserver()
     return ctx
 
 
 def _start_forkserver() -> None:
-    """Start multiprocessing's fork server (once per process) with SIGINT ignored: an ignored signal
-    stays ignored across ``exec``, so the fork server and every process forked from it never see a
-    Ctrl-C (see the module docstring). Meanwhile SIGINT is blocked in this thread, so a Ctrl-C in that
-    moment stays pending and is raised afterwards instead of being lost."""
+    """Start multiprocessing's fork server (once per process) so that it and every process forked from it
+    ignore SIGINT (see the module docstring): it is spawned with SIGINT blocked in this thread (a signal
+    mask is inherited across ``exec``) and its first preloaded module, ``grader.runtime.sigint_ignored``,
+    ignores SIGINT and unblocks it. This process's own disposition is never changed: a Ctrl-C sent to the
+    process group meanwhile goes to another thread of this process or stays pending, and reaches this
+    process's handler either way (setting ``SIG_IGN`` here, as before, let the kernel hand it to an idle
+    thread that discarded it: the Ctrl-C was lost)."""
     if threading.current_thread() is not threading.main_thread():
         forkserver.ensure_running()  # a server's grading thread: the main thread started it already
         return
     with interrupts_deferred():
-        resource_tracker.ensure_running()  # first: starting it unblocks SIGINT, which must not meet SIG_IGN
+        resource_tracker.ensure_running()  # first: starting it unblocks SIGINT at its end
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             forkserver.ensure_running()
         finally:
-            signal.signal(signal.SIGINT, handler)
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 

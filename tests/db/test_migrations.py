@@ -67,8 +67,11 @@ def test_the_migrated_verdict_constraint_is_the_judgers_verdict_list(db_url):
             if engine.dialect.name == "sqlite":
                 ddl = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = 'test_point_results'")).scalar()
             else:
+                # this test's own schema only: another test's schema may be being dropped meanwhile, and
+                # pg_get_constraintdef of one of its constraints fails ("could not open relation with OID")
                 ddl = conn.execute(text("SELECT pg_get_constraintdef(oid) FROM pg_constraint "
-                                        "WHERE conname = 'ck_test_point_results_verdict'")).scalar()
+                                        "WHERE conname = 'ck_test_point_results_verdict' "
+                                        "AND connamespace = current_schema()::regnamespace")).scalar()
     finally:
         engine.dispose()
     listed = tuple(v for v in ("AC", "WA", "CE", "RE", "TLE", "MLE", "SV", "IE", "XX") if f"'{v}'" in ddl)

@@ -6,6 +6,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -33,11 +35,17 @@ def test_the_fork_server_and_every_pool_process_ignore_sigint():
     """) == ["True", "True", "False"]
 
 
-def test_a_sigint_while_the_fork_server_starts_is_raised_afterwards():
-    assert run("""
-        import os, signal
+@pytest.mark.parametrize("idle_thread", [False, True], ids=["main-thread-only", "with-an-idle-thread"])
+def test_a_sigint_while_the_fork_server_starts_is_raised_afterwards(idle_thread):
+    """With another thread in the process (an idle compile thread, a progress bar's), the kernel hands a
+    process-directed SIGINT that the main thread blocks to that thread: had this process's disposition
+    been ``SIG_IGN`` meanwhile (the fork server's start before the fix), the Ctrl-C was discarded."""
+    assert run(f"""
+        import os, signal, threading
         from multiprocessing import forkserver
         import grader.runtime.pool as pool
+        if {idle_thread}:
+            threading.Thread(target=threading.Event().wait, daemon=True).start()
         start = forkserver.ensure_running
         def start_and_ctrl_c():
             os.kill(os.getpid(), signal.SIGINT)  # what the terminal sends, in the worst moment
