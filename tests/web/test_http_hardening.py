@@ -118,6 +118,46 @@ def test_an_oversized_json_body_to_an_admin_route_is_413_before_authentication_a
     assert httpx.post(f"{pages.url}/api/v1/admin/rejudge", json={"ids": [1]}).status_code == 401
 
 
+def test_a_refused_body_still_arriving_gets_the_whole_answer_then_an_end_not_a_reset(one_process):
+    """The server answers a body it will not read (declared too large; chunked, past the limit) while the
+    client is still sending it. Closing then, with bytes unread, made the kernel send a TCP reset, and the
+    client lost what it had not read yet (CI: a 413's headers arrived, its body did not). Now the server
+    ends its side and drops what arrives until the client closes (grader.web.http.connections): a client
+    that reads only after a pause, still sending meanwhile, gets the whole answer and then an orderly end."""
+    import threading
+    port = one_process[0].server.port
+    chunk = b"[" + b"1," * (MB // 2 - 1) + b"1"
+    heads = {
+        "declared": "Content-Length: 700000000\r\n",
+        "chunked": "Transfer-Encoding: chunked\r\n",
+    }
+    for kind, framing in heads.items():
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(("POST /api/v1/admin/rejudge HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          f"Content-Type: application/json\r\n{framing}\r\n").encode())
+            body = chunk if kind == "declared" else framed(chunk)
+
+            def keep_sending():
+                try:
+                    for _ in range(6):  # 6 MiB: past the 2 MiB limit, and more than the socket buffers hold
+                        sock.sendall(body)
+                except OSError:
+                    pass  # the server stopped reading: expected once its linger ends
+            sender = threading.Thread(target=keep_sending, daemon=True)
+            sender.start()
+            time.sleep(1.0)  # the answer comes (and, before the fix, the close) while bytes are still arriving
+            try:
+                answer = b""
+                while data := sock.recv(65536):
+                    answer += data
+                ended = "end of stream"
+            except ConnectionResetError:
+                ended = "reset"
+            sender.join(10)
+        assert answer.startswith(b"HTTP/1.1 413 ") and b'"error":"too_large"' in answer, (kind, answer[:300])
+        assert ended == "end of stream", kind
+
+
 def test_an_answer_before_the_body_waits_for_the_body_so_the_client_gets_it_not_a_reset(one_process):
     """A route that answers without reading the body (405 to TRACE, 401 to an anonymous upload) used to
     close the connection at once; the body's bytes then met a closed socket, the kernel sent a reset and
