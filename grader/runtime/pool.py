@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import importlib
 import multiprocessing
 import os
 import resource
@@ -172,10 +173,14 @@ def _start_forkserver() -> None:
 
 
 def prepare_grading_process(megabytes: int, nice: int, owner: int | None = None) -> None:
-    """The pool's initializer: the memory cap (``limit_memory``), ``nice`` more CPU niceness, and an end
-    with the process ``owner`` that made the pool (``exit_with``)."""
+    """The pool's initializer: the simulator and the judger imported (``PRELOAD``: already there when the
+    fork server preloaded them; ``kdt-grade serve``'s does not, so that its HTTP processes start without
+    waiting for torch), the memory cap (``limit_memory``), ``nice`` more CPU niceness, and an end with the
+    process ``owner`` that made the pool (``exit_with``)."""
     if owner is not None:
         exit_with(owner)
+    for name in PRELOAD:
+        importlib.import_module(name)
     limit_memory(megabytes)
     if nice > 0:
         os.nice(nice)

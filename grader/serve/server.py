@@ -32,7 +32,7 @@ from setproctitle import setproctitle
 from uvicorn.config import LOGGING_CONFIG
 
 from grader.config import Settings
-from grader.runtime.pool import PRELOAD, exit_with, start_forkserver
+from grader.runtime.pool import exit_with, start_forkserver
 from grader.runtime.relay import RELAY_ENV, RelayListener
 from grader.service import Service
 from grader.service.scheduling import scheduler_for
@@ -82,8 +82,10 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
     try:
         lock = port_lock(sockets[0].getsockname()[1])  # held until this process ends
         # The HTTP processes (and the grading pool's) are forked from a fork server that imports the
-        # app once, in parallel with the self-check, instead of once per HTTP process.
-        start_forkserver([*PRELOAD, "grader.web.app"])
+        # app once, in parallel with the self-check, instead of once per HTTP process. Not the simulator:
+        # the app does not need torch, whose import would hold the HTTP processes back; the grading
+        # pool's processes import it when they start (``prepare_grading_process``).
+        start_forkserver(["grader.web.app"])
         self_check(settings)
     except BaseException:
         for sock in sockets:

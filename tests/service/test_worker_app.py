@@ -27,7 +27,8 @@ def test_the_tasks_are_registered_under_the_names_the_service_sends():
 
 
 def test_closing_a_channel_whose_connection_is_gone_is_a_connection_error_not_a_crash():
-    """The state a broker cut left in the chaos tests: a Redis channel whose connection is None. Closing it
+    """The states a broker cut left in the chaos tests: a Redis channel whose connection is None, or whose
+    connection's client is None (after a broker restart). Closing it
     (restoring unacked messages) must raise only what ``kombu.common.ignore_errors`` ignores, so the
     consumer reconnects instead of the worker exiting with "Unrecoverable error"."""
     import kombu
@@ -36,14 +37,19 @@ def test_closing_a_channel_whose_connection_is_gone_is_a_connection_error_not_a_
 
     import worker.app  # noqa: F401  (installs the guard)
 
+    class TransportWithoutClient:  # the other state seen: the transport is there, its client is gone
+        client = None
+        default_port = 6379
+
     with kombu.Connection("redis://127.0.0.1:1/0") as conn:  # nothing listens: no client is ever made
-        channel = object.__new__(kombu_redis.Channel)
-        channel.connection = None
-        with pytest.raises(ConnectionError):
-            channel._connparams()
-        assert isinstance(ConnectionError(), conn.connection_errors)
-        with ignore_errors(conn):  # swallowed, as in Connection.release
-            channel._connparams()
+        for gone in (None, TransportWithoutClient()):
+            channel = object.__new__(kombu_redis.Channel)
+            channel.connection = gone
+            with pytest.raises(ConnectionError):
+                channel._connparams()
+            assert isinstance(ConnectionError(), conn.connection_errors)
+            with ignore_errors(conn):  # swallowed, as in Connection.release
+                channel._connparams()
 
 
 def test_each_task_reaches_exactly_its_own_queue_and_every_worker_consumes_both():
