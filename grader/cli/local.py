@@ -13,7 +13,6 @@ from grader.config import load_settings
 from grader.judging import pipeline
 from grader.runtime.pool import InterruptLatch, open_pool
 from grader.service import Service
-from judger.grading import summarize
 from judger.tasks import TASK_IDS
 
 from .output import (dump_json, err, out, points_progress, print_leaderboard, progress_updater, safe, show_result,
@@ -138,6 +137,8 @@ def local(file: Path, task_id: str | None, as_json: bool) -> None:
                 bar = progress.add_task(f"grading {file.name}", total=len(points))
                 results = pipeline.grade_source(data, settings, points, pool,
                                                 on_result=lambda _r: progress.advance(bar))
+    from judger.grading import summarize  # imports torch: only `local` needs it here
+
     summary = summarize(results)
     report = {"file": file.name, "points": [r.to_dict() for r in results], "tasks": summary["tasks"],
               "total": summary["total"]}
