@@ -34,7 +34,7 @@ def init_db() -> None:
     """Create the database schema, or upgrade it to the newest revision (repeatable)."""
     with Service() as service:
         service.init_db()
-        out.print(f"database at head: {safe(safe_url(service.settings.db_url))}")
+        out.print(f"database at head: {safe(safe_url(service.settings.db_url))}", soft_wrap=True)
 
 
 @admin.command()

@@ -74,7 +74,8 @@ def login(server: str, token: str) -> None:
         raise click.ClickException(f"{config.server} did not recognise the token")
     path = save_config(config)
     name = f" ({contest['name']})" if contest.get("name") else ""
-    out.print(f"logged in to {config.server}{name} as {contest['user']}; saved to {path}", markup=False)
+    out.print(f"logged in to {config.server}{name} as {contest['user']}; saved to {path}", markup=False,
+              soft_wrap=True)  # a long path is not broken over two lines
 
 
 @click.command()
