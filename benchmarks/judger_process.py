@@ -1,8 +1,8 @@
 """The whole-process time of the handout-compatible ``judger/judger.py`` on one file, this checkout against
 another one (an earlier commit checked out beside it: ``git worktree add ../before COMMIT``), in one run.
 
-The two are run alternately (``--repeat`` times each, default 3), each as a fresh process with this
-interpreter, and the median wall time and the children's CPU (user + system) are printed. The outputs
+The two are run alternately (``--repeat`` times each, default 3), each as a fresh process with its tree's
+own ``.venv`` interpreter (this one where a tree has none), and the median wall time and the children's CPU (user + system) are printed. The outputs
 must be identical: the judger prints the per-point results and the total, which are the same numbers in
 both, else the benchmark fails. ``--jobs`` is passed to this checkout's judger only (the earlier one
 may not have it); by default it uses its own default (every CPU).
@@ -23,11 +23,18 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILE = ROOT / "submissions" / "examples" / "optimized.py"
 
 
+def python_of(tree: Path) -> str:
+    """The tree's own virtual environment's interpreter if it has one (its editable install points at
+    it), else this one."""
+    own = tree / ".venv" / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
 def run_once(tree: Path, file: Path, extra: list[str]) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds of the process and its children, its stdout) of one judger run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(tree / "judger" / "judger.py"), "--kernel-impl-path", str(file),
+    proc = subprocess.run([python_of(tree), str(tree / "judger" / "judger.py"), "--kernel-impl-path", str(file),
                            *extra], capture_output=True, text=True, cwd=tree, timeout=900)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
