@@ -2,7 +2,9 @@
 ``kdt-grade serve``, embedded grading, SQLite) with page clients logged in through ``POST /login``."""
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -76,17 +78,26 @@ def server(make_deployment, start_server):
     return Pages(deployment, start_server(deployment))
 
 
-@pytest.fixture(scope="module")
-def shared_server(tmp_path_factory):
-    """One started server for the tests of a module that grade nothing and only read (error pages, bad
-    ids): a server start costs seconds of CPU (the fork server's and the warm template's imports), and
-    these tests cannot disturb each other (each one's users have names of their own)."""
+@contextlib.contextmanager
+def module_server(tmp_path_factory, name: str, **extra_env) -> Iterator[Pages]:
+    """A started server over a fresh data directory of its own, for the tests of one module that share it
+    (a server start costs seconds of CPU: the fork server's and the warm template's imports); ``extra_env``
+    are ``KDT_GRADE_*`` settings of the server process. The tests sharing one keep apart by their users'
+    names (each test's own) and mark themselves with one ``xdist_group`` (one worker, one start)."""
     from tests.service.service_testlib import Deployment
 
-    deployment = Deployment(tmp_path_factory.mktemp("shared-server"), None, None)
-    server = Server(deployment)
+    deployment = Deployment(tmp_path_factory.mktemp(name), None, None)
+    server = Server(deployment, {k: str(v) for k, v in extra_env.items()})
     try:
         yield Pages(deployment, server)
     finally:
         server.stop()
         deployment.service.close()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """One started server for the tests of a module that grade nothing and only read (error pages, bad
+    ids): ``module_server``."""
+    with module_server(tmp_path_factory, "shared-server") as pages:
+        yield pages

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pages_testlib import Pages, csrf_of, login, submit_page, wait_done
+from pages_testlib import csrf_of, login, module_server, submit_page, wait_done
 from tests.service.service_testlib import wait_until
 from weblib import NOTHING, add_user, submit, wait_graded
 
@@ -81,15 +81,19 @@ def framed(data: bytes) -> bytes:
     return b"%x\r\n" % len(data) + data + b"\r\n"
 
 
-@pytest.fixture
-def one_process(make_deployment, start_server):
-    """A server with one HTTP process (its pid known), an organiser and a contestant."""
-    deployment = make_deployment()
-    server = start_server(deployment, KDT_GRADE_HTTP_WORKERS=1)
-    (pid,) = http_pids(server.port)
-    return Pages(deployment, server), pid
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    """One server with one HTTP process (its pid known) for the tests marked ``shared`` below: each
+    test's users have names of their own."""
+    with module_server(tmp_path_factory, "one-process", KDT_GRADE_HTTP_WORKERS=1) as pages:
+        (pid,) = http_pids(pages.server.port)
+        yield pages, pid
 
 
+shared = pytest.mark.xdist_group("http-hardening-one-process")  # one worker, so one start of one_process
+
+
+@shared
 def test_an_oversized_json_body_to_an_admin_route_is_413_before_authentication_and_memory_stays_bounded(one_process):
     pages, pid = one_process
     port = pages.server.port
@@ -118,6 +122,7 @@ def test_an_oversized_json_body_to_an_admin_route_is_413_before_authentication_a
     assert httpx.post(f"{pages.url}/api/v1/admin/rejudge", json={"ids": [1]}).status_code == 401
 
 
+@shared
 def test_a_refused_body_still_arriving_gets_the_whole_answer_then_an_end_not_a_reset(one_process):
     """The server answers a body it will not read (declared too large; chunked, past the limit) while the
     client is still sending it. Closing then, with bytes unread, made the kernel send a TCP reset, and the
@@ -158,6 +163,7 @@ def test_a_refused_body_still_arriving_gets_the_whole_answer_then_an_end_not_a_r
         assert ended == "end of stream", kind
 
 
+@shared
 def test_an_answer_before_the_body_waits_for_the_body_so_the_client_gets_it_not_a_reset(one_process):
     """A route that answers without reading the body (405 to TRACE, 401 to an anonymous upload) used to
     close the connection at once; the body's bytes then met a closed socket, the kernel sent a reset and
@@ -180,6 +186,7 @@ def test_an_answer_before_the_body_waits_for_the_body_so_the_client_gets_it_not_
         assert b"connection: close" in head_part.lower() and b'"error"' in content, answer[:300]
 
 
+@shared
 def test_oversized_and_overfull_login_forms_are_refused(one_process):
     pages, pid = one_process
     port = pages.server.port
@@ -266,44 +273,50 @@ def test_connections_that_never_finish_their_headers_are_closed(make_deployment,
         assert client.get("/submissions").status_code == 200 and client.get("/submissions").json() == []
 
 
+@shared
 def test_the_cookie_is_a_session_id_and_logout_revokes_it(one_process):
     pages, _pid = one_process
-    token = pages.add_user("alice")
+    token = pages.add_user("cookie-alice")
     client = pages.client()
+
+    def stored_hashes() -> set:
+        with pages.deployment.service.read_session() as session:
+            return set(session.execute(__import__("sqlalchemy").text("SELECT id_hash FROM web_sessions")).scalars())
+    before = stored_hashes()  # the shared server's other tests' sessions
     response = login(client, token)
     cookie = client.cookies["kdt_session"]
     assert token not in response.headers["set-cookie"] and cookie != token and token not in cookie
-    with pages.deployment.service.read_session() as session:  # only its hash is stored
-        stored = session.execute(__import__("sqlalchemy").text("SELECT id_hash FROM web_sessions")).scalars().all()
-    assert len(stored) == 1 and cookie not in stored[0]
+    new = stored_hashes() - before  # only its hash is stored
+    assert len(new) == 1 and cookie not in next(iter(new))
 
     stolen = httpx.Client(base_url=pages.url, cookies={"kdt_session": cookie}, follow_redirects=False)
     page = stolen.get("/submissions")
-    assert page.status_code == 200 and 'data-user="alice"' in page.text  # a copied cookie works ...
+    assert page.status_code == 200 and 'data-user="cookie-alice"' in page.text  # a copied cookie works ...
     assert client.post("/logout", data={"csrf": csrf_of(client.get("/submissions").text)}).status_code == 303
     # ... until its session logs out: the old value is worthless, whoever holds it
     assert stolen.get("/submissions").status_code == 303
     assert stolen.get("/submissions").headers["location"] == "/login?next=/submissions"
-    assert 'data-user="alice"' not in stolen.get("/").text
+    assert 'data-user="cookie-alice"' not in stolen.get("/").text
     assert stolen.post("/logout", data={"csrf": "x"}).status_code == 303  # nothing left to log out
     # the bearer token itself still works for the API
     assert httpx.get(f"{pages.url}/api/v1/submissions", headers={"Authorization": f"Bearer {token}"}).status_code == 200
 
 
+@shared
 def test_a_token_reset_and_disabling_end_every_session_of_the_account(one_process):
     pages, _pid = one_process
-    alice, bob = pages.add_user("alice"), pages.add_user("bob")
+    alice, bob = pages.add_user("reset-alice"), pages.add_user("reset-bob")
     laptop, phone, other = pages.client(alice), pages.client(alice), pages.client(bob)
     for client in (laptop, phone, other):
         assert client.get("/submissions").status_code == 200
-    new = pages.cli("admin", "users", "reset-token", "alice", "--json")
+    new = pages.cli("admin", "users", "reset-token", "reset-alice", "--json")
     assert '"token"' in new
     assert laptop.get("/submissions").status_code == 303 and phone.get("/submissions").status_code == 303
     assert other.get("/submissions").status_code == 200  # bob's session is not touched
 
-    pages.cli("admin", "users", "disable", "bob")
+    pages.cli("admin", "users", "disable", "reset-bob")
     assert other.get("/submissions").status_code == 303
-    pages.cli("admin", "users", "enable", "bob")
+    pages.cli("admin", "users", "enable", "reset-bob")
     assert other.get("/submissions").status_code == 303  # re-enabling does not bring old sessions back
     assert pages.client(bob).get("/submissions").status_code == 200
 
@@ -344,26 +357,30 @@ def test_the_default_trusts_no_proxy(make_deployment, start_server):
     assert "Secure" not in _login_cookies(server.url, token, headers={"X-Forwarded-Proto": "https"})
 
 
+@shared
 def test_organisers_are_not_on_the_public_board(one_process):
     pages, _pid = one_process
-    root, alice = pages.add_user("root", admin=True), pages.add_user("alice")
+    root, alice = pages.add_user("board-root", admin=True), pages.add_user("board-alice")
     with pages.server.client(root) as organiser, pages.server.client(alice) as contestant:
-        wait_graded(organiser, submit(organiser, NOTHING).json()["id"])
-        wait_graded(contestant, submit(contestant, NOTHING).json()["id"])
+        own = submit(organiser, NOTHING).json()["id"]
+        theirs = submit(contestant, NOTHING).json()["id"]
+        wait_graded(organiser, own)
+        wait_graded(contestant, theirs)
         board = httpx.get(f"{pages.url}/api/v1/leaderboard").json()
-        assert [row["user_name"] for row in board["rows"]] == ["alice"]
+        assert [row["user_name"] for row in board["rows"]] == ["board-alice"]  # the only test here that submits
     html = httpx.get(f"{pages.url}/").text
-    assert 'data-user="alice"' in html and 'data-user="root"' not in html
+    assert 'data-user="board-alice"' in html and 'data-user="board-root"' not in html
     update = httpx.get(f"{pages.url}/scoreboard.json?since=0").json()
-    assert [row["user"] for row in update["changed"]] == ["alice"]
+    assert [row["user"] for row in update["changed"]] == ["board-alice"]
     # the organiser still sees every submission, their own included
-    admin = pages.client(root)
-    assert 'data-id="1"' in admin.get("/admin").text and 'data-id="2"' in admin.get("/admin").text
+    admin = pages.client(root).get("/admin").text
+    assert f'data-id="{own}"' in admin and f'data-id="{theirs}"' in admin
 
 
+@shared
 def test_the_admin_page_shows_no_text_from_the_link(one_process):
     pages, _pid = one_process
-    admin = pages.client(pages.add_user("root", admin=True))
+    admin = pages.client(pages.add_user("link-root", admin=True))
     for notice in ("<script>alert(1)</script>", "Your token expired: paste it at evil.example", "rejudged",
                    "frozen%20since"):  # one server for the four links (a start costs seconds of CPU)
         html = admin.get("/admin", params={"notice": notice}).text
