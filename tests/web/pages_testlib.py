@@ -79,15 +79,16 @@ def server(make_deployment, start_server):
 
 
 @contextlib.contextmanager
-def module_server(tmp_path_factory, name: str, **extra_env) -> Iterator[Pages]:
+def module_server(tmp_path_factory, name: str, **settings) -> Iterator[Pages]:
     """A started server over a fresh data directory of its own, for the tests of one module that share it
-    (a server start costs seconds of CPU: the fork server's and the warm template's imports); ``extra_env``
-    are ``KDT_GRADE_*`` settings of the server process. The tests sharing one keep apart by their users'
-    names (each test's own) and mark themselves with one ``xdist_group`` (one worker, one start)."""
+    (a server start costs seconds of CPU: the fork server's and the warm template's imports); ``settings``
+    are the deployment's (``Settings`` fields: the server's ``KDT_GRADE_*`` and its ``Service``'s). The
+    tests sharing one keep apart by their users' names (each test's own), count what they themselves
+    stored, and mark themselves with one ``xdist_group`` (one worker, one start)."""
     from tests.service.service_testlib import Deployment
 
-    deployment = Deployment(tmp_path_factory.mktemp(name), None, None)
-    server = Server(deployment, {k: str(v) for k, v in extra_env.items()})
+    deployment = Deployment(tmp_path_factory.mktemp(name), None, None, **settings)
+    server = Server(deployment)
     try:
         yield Pages(deployment, server)
     finally:

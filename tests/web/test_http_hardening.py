@@ -85,7 +85,7 @@ def framed(data: bytes) -> bytes:
 def one_process(tmp_path_factory):
     """One server with one HTTP process (its pid known) for the tests marked ``shared`` below: each
     test's users have names of their own."""
-    with module_server(tmp_path_factory, "one-process", KDT_GRADE_HTTP_WORKERS=1) as pages:
+    with module_server(tmp_path_factory, "one-process", http_workers=1) as pages:
         (pid,) = http_pids(pages.server.port)
         yield pages, pid
 

@@ -11,16 +11,25 @@ from fastapi.testclient import TestClient
 from grader.config import load_settings
 from grader.web.app import create_app
 from tests.service.service_testlib import wait_until
+from pages_testlib import module_server
 from weblib import add_user, free_port
 
 LIMIT = 4096
 
 
-@pytest.fixture
-def small_server(make_deployment, start_server):
-    deployment = make_deployment(submission_max_bytes=LIMIT)
-    token = add_user(deployment, "alice")
-    return deployment, start_server(deployment), token
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory):
+    """One server with a small upload limit for the tests marked ``shared`` (each counts what it stored)."""
+    with module_server(tmp_path_factory, "small-server", submission_max_bytes=LIMIT) as pages:
+        yield pages.deployment, pages.server, add_user(pages.deployment, "alice")
+
+
+shared = pytest.mark.xdist_group("server-intake-small-server")  # one worker, so one start of small_server
+
+
+def stored(deployment) -> int:
+    """How many submissions the deployment has stored."""
+    return len(deployment.service.all_submissions())
 
 
 def _raw(port: int, head: bytes, body_chunks=()) -> bytes:
@@ -45,8 +54,10 @@ def _raw(port: int, head: bytes, body_chunks=()) -> bytes:
         return answer
 
 
+@shared
 def test_intake_refusals_are_400_and_store_nothing(small_server):
     deployment, server, token = small_server
+    before = stored(deployment)
     cases = {
         b"": "the file is empty",
         b"\xff\xfe bad": "the file is not UTF-8 text (byte 0)",
@@ -68,11 +79,13 @@ def test_intake_refusals_are_400_and_store_nothing(small_server):
             "error": "too_large", "message": f"the file is {LIMIT + 1} bytes; the limit is {LIMIT} bytes. "
                                              "Nothing was stored."}
         assert client.post("/submissions", files={"file": ("k.py", b"#" * LIMIT)}).status_code == 202
-    assert len(deployment.service.all_submissions()) == 1
+    assert stored(deployment) == before + 1  # the last one only
 
 
+@shared
 def test_too_large_is_refused_while_reading(small_server):
     deployment, server, token = small_server
+    before = stored(deployment)
     head = (f"POST /api/v1/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
             "Content-Type: multipart/form-data; boundary=XyZ\r\n")
     # A declared length of 100 MB: answered before any of the body is sent.
@@ -85,13 +98,15 @@ def test_too_large_is_refused_while_reading(small_server):
     answer = _raw(server.port, (head + "Transfer-Encoding: chunked\r\n\r\n").encode(),
                   [framed(part)] + [framed(b"#" * 8192)] * 12_800)
     assert answer.startswith(b"HTTP/1.1 413 ") and b'"error":"too_large"' in answer
-    assert deployment.service.all_submissions() == []
+    assert stored(deployment) == before
 
 
+@shared
 def test_a_token_of_nobody_is_refused_before_the_body_is_read(small_server):
     """The token (its form, then its account, and the contest's rules) is checked before any of the upload
     is read: a client with no account cannot make the server read and hold bodies."""
     deployment, server, _token = small_server
+    before = stored(deployment)
     for authorization, message in (("", "this needs a token"), ("Authorization: Bearer x!\r\n", "the token is malformed"),
                                    (f"Authorization: Bearer kdt_{'B' * 43}\r\n", "unknown token")):
         head = ("POST /api/v1/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\n" + authorization +
@@ -99,7 +114,7 @@ def test_a_token_of_nobody_is_refused_before_the_body_is_read(small_server):
         answer = _raw(server.port, head.encode())  # answered although none of the 100 MB is sent
         assert answer.startswith(b"HTTP/1.1 401 ") and b'"error":"unauthorized"' in answer, answer
         assert message.encode() in answer
-    assert deployment.service.all_submissions() == []
+    assert stored(deployment) == before
 
 
 def test_one_upload_at_a_time_per_account_and_http_process(make_deployment, start_server):
@@ -127,10 +142,11 @@ def test_one_upload_at_a_time_per_account_and_http_process(make_deployment, star
             assert again.status_code == 202
     finally:
         stalled.close()
-    stored = deployment.service.all_submissions()  # alice's second (after the first) and bob's: one each
-    assert len(stored) == 2 and len({row["user_id"] for row in stored}) == 2
+    rows = deployment.service.all_submissions()  # alice's second (after the first) and bob's: one each
+    assert len(rows) == 2 and len({row["user_id"] for row in rows}) == 2
 
 
+@shared
 def test_unknown_paths_methods_and_parameters_answer_json(small_server):
     _deployment, server, token = small_server
     with server.client(token) as client:
