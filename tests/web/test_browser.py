@@ -112,9 +112,12 @@ def test_contestant_day_in_the_browser(server, browser):
         assert row.locator('[data-f="score"]').inner_text() == f"{p['score']:.2f}"
     page.screenshot(path=str(ARTIFACTS / "submission.png"), full_page=True)
 
-    # the timeline of task 4 point 0: one bar per instruction of job 0, hover text from the trace
+    # the timeline of task 4 point 0: one bar per instruction of job 0, hover text from the trace; the
+    # point's "picture" link opens its collapsed block
     item = page.locator("#tl-4-0")
-    item.locator("summary").click()
+    assert item.get_attribute("open") is None
+    page.locator('#pt-4-0 [data-f="timeline"] a').click()
+    expect(item).to_have_attribute("open", "")
     frame = page.frame_locator("#tl-4-0 iframe")
     bars = frame.locator("rect.tl-bar")
     bars.first.wait_for(timeout=30_000)

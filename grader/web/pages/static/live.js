@@ -171,7 +171,17 @@ function liveBadge(badge) {
   setTimeout(tick, interval);
 }
 
+// A link to a point's timeline (#tl-TASK-POINT, the "picture" links of a submission page) opens its
+// collapsed <details> block, on the page's first load and on every later click.
+function openLinkedTimeline() {
+  const target = location.hash.length > 1 ? document.getElementById(location.hash.slice(1)) : null;
+  if (target && target.tagName === "DETAILS") target.open = true;
+}
+
+window.addEventListener("hashchange", openLinkedTimeline);
+
 document.addEventListener("DOMContentLoaded", () => {
+  openLinkedTimeline();
   const badge = document.getElementById("msg-badge");
   if (badge) liveBadge(badge);
   const board = document.getElementById("scoreboard");
