@@ -3,6 +3,7 @@ import pytest
 
 from grader.config import load_settings
 from grader.runtime.broker import COMPILE_TASK, JUDGE_TASK
+from tests.service.service_testlib import wait_until
 from worker.app import QUEUE, TASK_TIME_LIMIT, VISIBILITY_TIMEOUT, make_app
 
 
@@ -59,7 +60,7 @@ def test_each_task_reaches_exactly_its_own_queue_and_every_worker_consumes_both(
     (``Reject(requeue=True)``, a dead pool process) returns to its own queue."""
     import redis
 
-    from grader.runtime.broker import COMPILE_QUEUE, QUEUES, Broker
+    from grader.runtime.broker import COMPILE_QUEUE, QUEUES, Broker, BrokerUnavailable
     from tests.faults import PrivateRedis
 
     private = PrivateRedis()
@@ -77,6 +78,14 @@ def test_each_task_reaches_exactly_its_own_queue_and_every_worker_consumes_both(
         assert broker.waiting() == {("compile", 7, None, None), ("judge", 7, 1, 0)}
         private.restart()  # empty: no `_kombu.binding.*` table left
         broker.close()
+
+        def answers() -> bool:  # as the outbox does: send once the restarted broker takes connections again
+            try:
+                broker.ping()
+                return True
+            except BrokerUnavailable:
+                return False
+        wait_until(answers, 20, "the restarted broker to answer")  # seen once: the first connection reset
         broker.send("judge", 8, 4, 1)
         broker.send("compile", 8)
         assert lengths() == {QUEUE: 1, COMPILE_QUEUE: 1}
