@@ -108,7 +108,8 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, log_lev
             log.info("starting %d HTTP process(es) on %s", len(sockets), url)
             HttpProcesses(functools.partial(run_http_process, log_level, os.getpid(), listener.path,
                                             settings.trusted_proxies, settings.http_header_timeout_seconds,
-                                            settings.http_max_connections), sockets).run()
+                                            settings.http_body_timeout_seconds, settings.http_max_connections),
+                            sockets).run()
         finally:
             for sock in sockets:
                 sock.close()
@@ -148,7 +149,7 @@ class _ReadyLog:
 
 
 def run_http_process(log_level: str, parent: int, relay: str, trusted_proxies: str, header_timeout: float,
-                     max_connections: int, sock: socket.socket) -> None:
+                     write_stall_timeout: float, max_connections: int, sock: socket.socket) -> None:
     """One HTTP process (forked from the fork server by ``HttpProcesses``): uvicorn serving
     ``app.create_http_app`` on ``sock``, relaying accepted ids to the socket ``relay``, until SIGINT/SIGTERM
     or until the grading process ``parent`` is gone (killed: this process must not go on accepting
@@ -158,13 +159,15 @@ def run_http_process(log_level: str, parent: int, relay: str, trusted_proxies: s
     are the peers whose ``X-Forwarded-Proto`` and ``X-Forwarded-For`` uvicorn believes: behind a TLS
     proxy the request's scheme is then ``https`` and the session cookie gets its Secure flag. From any
     other peer the headers are ignored (anyone can send them). A connection whose request headers take
-    over ``header_timeout`` seconds is closed (``grader.web.http.connections``); past ``max_connections`` at once
-    uvicorn answers 503."""
+    over ``header_timeout`` seconds is closed (``grader.web.http.connections``), one whose client takes
+    nothing of an answer for ``write_stall_timeout`` seconds (``Settings.http_body_timeout_seconds``: the
+    same patience as for a request body) is aborted; past ``max_connections`` at once uvicorn answers 503."""
     exit_with(parent)
     setproctitle(f"kdt-grade serve: HTTP process on port {sock.getsockname()[1]}")  # for ps and top
     os.environ[RELAY_ENV] = relay  # the fork server's environment is the one it started with
     config = uvicorn.Config("grader.web.app:create_http_app", factory=True, log_level=log_level,
                             log_config=log_config(log_level), server_header=False,
                             proxy_headers=bool(trusted_proxies), forwarded_allow_ips=trusted_proxies or None,
-                            http=header_timeout_protocol(header_timeout), limit_concurrency=max_connections)
+                            http=header_timeout_protocol(header_timeout, write_stall_timeout),
+                            limit_concurrency=max_connections)
     uvicorn.Server(config).run(sockets=[sock])

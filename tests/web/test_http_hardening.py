@@ -250,6 +250,34 @@ def test_a_trickled_body_gets_408_and_the_connection_is_closed(make_deployment, 
         assert submit(client, NOTHING).status_code == 202
 
 
+def test_a_client_that_stops_reading_its_answers_is_cut_off(make_deployment, start_server):
+    """A tiny receive window, 200 pipelined requests for a large document, then nothing read: the app waits
+    to write and held the connection for ever (an attacker held 2000 of them: everyone else got 503).
+    Now a connection whose client takes nothing of its answer for the body timeout (2 s here) is aborted:
+    reading afterwards ends in a reset or an end of stream, long before the 200 answers."""
+    deployment = make_deployment(http_body_timeout_seconds=2)
+    server = start_server(deployment, KDT_GRADE_HTTP_WORKERS=1)
+    request = b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        sock.connect(("127.0.0.1", server.port))
+        sock.settimeout(10)
+        sock.sendall(request * 200)
+        time.sleep(6)  # the write buffer stays full: the server's 2 s stall timer runs out
+        answer, ended = b"", "open"
+        try:
+            while data := sock.recv(65536):
+                answer += data
+            ended = "end of stream"
+        except ConnectionResetError:
+            ended = "reset"
+        except TimeoutError:
+            ended = "still open after 10 s"
+    answers = answer.count(b"HTTP/1.1 200 ")
+    assert ended in ("reset", "end of stream") and answers < 200, (ended, answers)
+    assert httpx.get(f"{server.url}/api/v1/contest", timeout=10).status_code == 200  # the server is fine
+
+
 def test_connections_that_never_finish_their_headers_are_closed(make_deployment, start_server):
     """The attacker review held connections open for ever by sending part of a request's headers, until
     the HTTP processes ran out of file descriptors. Now such a connection is closed after

@@ -8,6 +8,12 @@ a request's headers (the peer's h11 state is ``IDLE`` or ``SEND_BODY`` has not s
 connections uvicorn's ``timeout_keep_alive``. The number of connections per HTTP process is uvicorn's
 ``limit_concurrency`` (past it: 503).
 
+A client that stops reading its answers (a tiny receive window, many pipelined requests, and then
+nothing) would hold its connection for ever: the app waits to write and no other limit applies. While
+the connection's write buffer is over its high-water mark (asyncio's ``pause_writing``) a timer runs; if
+the client takes nothing for ``write_stall_timeout`` seconds, the connection is aborted. A slow client
+that does make progress resets it each time the buffer drains (``resume_writing``).
+
 It also closes a connection gently when the client is still sending a body the server will not read (a
 413 before the body, a 401 before an upload, a refused chunked body): closing a socket with unread bytes
 in it, or with more arriving, makes the kernel send a TCP reset, and a client that receives it loses the
@@ -24,16 +30,20 @@ LINGER_SECONDS = 2.0  # a refused body's connection is read (and dropped) this l
 LINGER_MAX_BYTES = 16 * 2**20  # ...and this many bytes at most, before it is closed for good
 
 
-def header_timeout_protocol(seconds: float) -> type:
-    """An ``H11Protocol`` subclass closing a connection whose request headers take over ``seconds``."""
-    return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": float(seconds)})
+def header_timeout_protocol(seconds: float, write_stall_seconds: float = 30.0) -> type:
+    """An ``H11Protocol`` subclass closing a connection whose request headers take over ``seconds``, or
+    whose client takes nothing of a pending answer for ``write_stall_seconds``."""
+    return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,),
+                {"header_timeout": float(seconds), "write_stall_timeout": float(write_stall_seconds)})
 
 
 class HeaderTimeoutProtocol(H11Protocol):
     """``H11Protocol`` with a deadline (``header_timeout`` seconds) for the headers of each request."""
 
     header_timeout = 10.0
+    write_stall_timeout = 30.0
     _header_timer = None
+    _write_timer = None
 
     _lingering = None  # the _LingeringTransport once the connection is lingering
 
@@ -52,8 +62,27 @@ class HeaderTimeoutProtocol(H11Protocol):
         else:
             self._disarm()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.write_stall_timeout, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._cancel_write_timer()
+
+    def _cancel_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        self._write_timer = None
+        self.transport.abort()  # nothing of the answer can be delivered: no gentle close either
+
     def connection_lost(self, exc) -> None:
         self._disarm()
+        self._cancel_write_timer()
         if self._lingering is not None:
             self._lingering.cancel()
         super().connection_lost(exc)
