@@ -107,10 +107,20 @@ def test_an_oversized_json_body_to_an_admin_route_is_413_before_authentication_a
     assert b"connection: close" in answer.lower()
     declared = rss(pid)
 
-    # chunked, no declared length: counted as it arrives, refused at the limit
+    # chunked, no declared length, without a token: 401 before any of it is read or parsed (FastAPI would
+    # parse a JSON body before the route's token check: a review saw 40 MiB per 2 MiB body)
     chunked_head = ("POST /api/v1/admin/rejudge HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     "Transfer-Encoding: chunked\r\n\r\n").encode()
-    answer2, sent2 = send_until_answered(port, chunked_head, (framed(chunk) for _ in range(700)))
+    anonymous, _ = send_until_answered(port, chunked_head, (framed(chunk) for _ in range(700)))
+    assert anonymous.startswith(b"HTTP/1.1 401 ") and b'"error":"unauthorized"' in anonymous, anonymous[:300]
+    contestant = pages.add_user("limits-alice")
+    as_contestant = chunked_head.replace(b"Host:", f"Authorization: Bearer {contestant}\r\nHost:".encode())
+    refused, _ = send_until_answered(port, as_contestant, (framed(chunk) for _ in range(700)))
+    assert refused.startswith(b"HTTP/1.1 403 ") and b'"error":"admin_only"' in refused, refused[:300]
+    # an organiser's chunked body: counted as it arrives, refused at the limit
+    organiser = pages.add_user("limits-root", admin=True)
+    as_organiser = chunked_head.replace(b"Host:", f"Authorization: Bearer {organiser}\r\nHost:".encode())
+    answer2, sent2 = send_until_answered(port, as_organiser, (framed(chunk) for _ in range(700)))
     assert answer2.startswith(b"HTTP/1.1 413 ") and b'"error":"too_large"' in answer2, answer2[:300]
     after = rss(pid)
     print(f"\nHTTP process RSS: {before / MB:.1f} MiB before, {declared / MB:.1f} MiB after a 700 MB declared body "
@@ -131,6 +141,7 @@ def test_a_refused_body_still_arriving_gets_the_whole_answer_then_an_end_not_a_r
     that reads only after a pause, still sending meanwhile, gets the whole answer and then an orderly end."""
     import threading
     port = one_process[0].server.port
+    organiser = one_process[0].add_user("linger-root", admin=True)  # so that the chunked body is read up to its limit
     chunk = b"[" + b"1," * (MB // 2 - 1) + b"1"
     heads = {
         "declared": "Content-Length: 700000000\r\n",
@@ -139,6 +150,7 @@ def test_a_refused_body_still_arriving_gets_the_whole_answer_then_an_end_not_a_r
     for kind, framing in heads.items():
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
             sock.sendall(("POST /api/v1/admin/rejudge HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          f"Authorization: Bearer {organiser}\r\n"
                           f"Content-Type: application/json\r\n{framing}\r\n").encode())
             body = chunk if kind == "declared" else framed(chunk)
 
@@ -221,10 +233,11 @@ def test_oversized_and_overfull_login_forms_are_refused(one_process):
 
 def test_a_trickled_body_gets_408_and_the_connection_is_closed(make_deployment, start_server):
     deployment = make_deployment(http_body_timeout_seconds=2, http_body_min_bytes_per_second=1024)
-    alice = add_user(deployment, "alice")
+    alice, root = add_user(deployment, "alice"), add_user(deployment, "root", admin=True)
     server = start_server(deployment)
     part = b'--B\r\nContent-Disposition: form-data; name="file"; filename="k.py"\r\n\r\n'
-    for path, extra, first in (("/api/v1/admin/rejudge", "Content-Type: application/json\r\n", b""),
+    for path, extra, first in (("/api/v1/admin/rejudge", f"Authorization: Bearer {root}\r\n"
+                                                          "Content-Type: application/json\r\n", b""),
                                ("/login", "Content-Type: application/x-www-form-urlencoded\r\n", b""),
                                ("/api/v1/submissions", f"Authorization: Bearer {alice}\r\n"
                                                        "Content-Type: multipart/form-data; boundary=B\r\n", part)):

@@ -1,6 +1,10 @@
 """HTTP limits of the contest server, enforced on every request before the app sees its body:
 ``BodyLimits``, an ASGI middleware (installed by ``create_app``).
 
+- **Authentication first**: a request with a body to the JSON API (``/api/v1/``, the upload aside, which
+  checks its token itself before reading) is refused (401/403) before its body is read unless its token
+  is an enabled account's (an organiser's for ``/api/v1/admin/``): FastAPI parses a JSON body before
+  the route's dependencies run, and a 2 MiB body of small objects costs tens of MiB while parsed.
 - **Size**: a body larger than ``Settings.http_max_body_bytes`` is refused with 413 ``too_large``. A
   declared ``Content-Length`` above it is answered before the app runs (so before authentication and
   before a byte of the body is read); a body without one (chunked) is counted as it arrives and refused
@@ -49,6 +53,8 @@ RefusalPage = Callable[[Request, int, str], Response | None]
 
 # (method, path) of the routes that read a submission upload with their own limit (grader.web.http.upload).
 UPLOAD_ROUTES = frozenset({("POST", "/api/v1/submissions"), ("POST", "/submit")})
+API_PREFIX = "/api/v1/"  # its routes that take a body all need a token: checked before the body is read
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # others have no route here: 405 unread
 CLOSE = (b"connection", b"close")
 DRAIN_MAX_BYTES = 64 * 1024  # a body at most this large is read (and dropped) before an early answer...
 DRAIN_SECONDS = 2.0  # ...waiting for it at most this long
@@ -97,8 +103,14 @@ class BodyLimits:
         if not upload and length is not None and length > limit:
             await refuse(scope, send, _too_large(limit), self.page)  # before the app, so before authentication
             return
-        guard = _Guard(self, scope, receive, send, limit, length,
-                       has_body=bool(length) or "chunked" in headers.get("transfer-encoding", "").lower())
+        has_body = bool(length) or "chunked" in headers.get("transfer-encoding", "").lower()
+        if (has_body and not upload and scope["method"] in BODY_METHODS
+                and scope["path"].startswith(API_PREFIX)):
+            refusal = await anyio.to_thread.run_sync(_authentication_refusal, scope, headers)
+            if refusal is not None:  # before a byte of the body is read or parsed
+                await refuse(scope, send, refusal, self.page)
+                return
+        guard = _Guard(self, scope, receive, send, limit, length, has_body=has_body)
         try:
             await self.app(scope, guard.receive, guard.send)
         except Exception:
@@ -106,6 +118,25 @@ class BodyLimits:
                 raise
         if guard.refusal is not None and not guard.app_started and not guard.refused:
             await guard.send_refusal()
+
+
+def _authentication_refusal(scope: Scope, headers: Headers) -> _Refused | None:
+    """Why a request with a body to the JSON API may not have it read: no valid token (401), a disabled
+    account (403), a contestant's token on an organiser's route (403); None if it may. Every body-taking
+    API route needs a token, and the route checks it again (FastAPI parses a body before it resolves
+    the route's dependencies: without this, anyone could make the server parse 2 MiB of JSON)."""
+    from grader.refusals import Forbidden, Refusal
+    from grader.service import accounts
+
+    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    try:
+        account = accounts.authenticate(scope["app"].state.service,
+                                        token.strip() if scheme.lower() == "bearer" else None)
+        if scope["path"].startswith(API_PREFIX + "admin/") and not account.is_admin:
+            raise Forbidden("this needs an organiser's (admin) token", code="admin_only")
+    except Refusal as exc:
+        return _Refused(exc.status, exc.code, exc.message)
+    return None
 
 
 class _Guard:
