@@ -35,20 +35,29 @@ def current_account(request: Request, credentials: HTTPAuthorizationCredentials 
 OPTIONAL_SECURITY = {"security": [{}, {"token": []}]}
 
 
+def bearer_token(header: str | None) -> str | None:
+    """The token of an ``Authorization`` header's value ``Bearer TOKEN``; None for none or another
+    scheme (``accounts.authenticate`` then answers 401 with the usual explanation)."""
+    scheme, _, token = (header or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
 def optional_account(request: Request) -> Account | None:
     """The caller's account, or None when no ``Authorization`` header is sent (the route passes
     ``openapi_extra=OPTIONAL_SECURITY``)."""
     header = request.headers.get("authorization")
     if header is None:
         return None
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer":
-        return accounts.authenticate(request.app.state.service, None)  # 401 with the usual explanation
-    return accounts.authenticate(request.app.state.service, token.strip())
+    return accounts.authenticate(request.app.state.service, bearer_token(header))
+
+
+def require_admin(account: Account) -> Account:
+    """``account`` if it is an organiser's; ``Forbidden`` (403 ``admin_only``) otherwise."""
+    if not account.is_admin:
+        raise Forbidden("this needs an organiser's (admin) token", code="admin_only")
+    return account
 
 
 def admin_account(account: Account = Depends(current_account)) -> Account:
     """The caller's account if it is an organiser's (403 ``admin_only`` otherwise)."""
-    if not account.is_admin:
-        raise Forbidden("this needs an organiser's (admin) token", code="admin_only")
-    return account
+    return require_admin(account)

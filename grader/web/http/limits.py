@@ -125,15 +125,15 @@ def _authentication_refusal(scope: Scope, headers: Headers) -> _Refused | None:
     account (403), a contestant's token on an organiser's route (403); None if it may. Every body-taking
     API route needs a token, and the route checks it again (FastAPI parses a body before it resolves
     the route's dependencies: without this, anyone could make the server parse 2 MiB of JSON)."""
-    from grader.refusals import Forbidden, Refusal
+    from grader.refusals import Refusal
     from grader.service import accounts
 
-    scheme, _, token = (headers.get("authorization") or "").partition(" ")
+    from .auth import bearer_token, require_admin
+
     try:
-        account = accounts.authenticate(scope["app"].state.service,
-                                        token.strip() if scheme.lower() == "bearer" else None)
-        if scope["path"].startswith(API_PREFIX + "admin/") and not account.is_admin:
-            raise Forbidden("this needs an organiser's (admin) token", code="admin_only")
+        account = accounts.authenticate(scope["app"].state.service, bearer_token(headers.get("authorization")))
+        if scope["path"].startswith(API_PREFIX + "admin/"):
+            require_admin(account)
     except Refusal as exc:
         return _Refused(exc.status, exc.code, exc.message)
     return None
