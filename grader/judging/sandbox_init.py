@@ -32,6 +32,7 @@ _FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime"
           "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 4, 22, 38
 SIGKILL = 9
+SIGSTOP = 19
 _libc = ctypes.CDLL(None, use_errno=True)
 
 # seccomp (x86_64): system calls a compile never needs that open kernel attack surface or reach other
@@ -193,9 +194,21 @@ def _init(cfg, control_fd):
         pid, status = os.wait()
         if pid == workload:
             break
-    left = sum(1 for p in os.listdir("/proc") if p.isdigit() and p != "1" and not _zombie(p))
+    left = _left_behind()
     os.write(control_fd, f"exit {status} {left}\n".encode())
     os._exit(0)  # the kernel now kills every process left in this PID namespace
+
+
+def _left_behind():
+    """How many processes of this PID namespace besides init are alive. Every one is stopped first
+    (``kill(-1)`` from init reaches all of them, and a fork under way is restarted by the kernel): a
+    fork chain would otherwise fork and exit between the listing and its own zombie check, and be
+    counted as nothing left."""
+    try:
+        os.kill(-1, SIGSTOP)
+    except ProcessLookupError:  # nothing but init is left
+        return 0
+    return sum(1 for p in os.listdir("/proc") if p.isdigit() and p != "1" and not _zombie(p))
 
 
 def _zombie(pid):
