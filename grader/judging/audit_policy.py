@@ -98,6 +98,8 @@ DENIED_ROUTES: dict[str, str] = {
     "torch.multiprocessing": "starts processes",
     "torch.distributed": "opens network connections",
     "torch.xpu": "re-exports ctypes (`cast`, `pointer`, `c_void_p`: raw memory)",
+    "torch.overrides": "hands out torch's modules as plain values (the keys of `get_overridable_functions()`), "
+                       "out of the audit's sight",
     "torch.backends": "wraps its modules (`PropModule.m`: the module object itself), whose private internals "
                       "import any module by a string built at run time",
     "numpy.random.bit_generator": "re-exports threading's RLock and the random module's internals",
@@ -134,6 +136,11 @@ DENIED_ATTRIBUTES: dict[str, str] = {
         "types", "typing_extensions", "logging", "platform", "signal", "tempfile", "mmap", "fcntl", "pty",
         "linecache", "tokenize", "pkgutil", "zipimport", "sysconfig", "site", "faulthandler", "atexit",
         "pdb", "bdb", "urllib", "http", "ssl", "ftplib", "webbrowser",
+    )},
+    **{name: "is the name of a denied submodule (`torch.package`, `torch.overrides`, `numpy.f2py`, ...), "
+             "refused on any object so that a module held as a plain value cannot reach it" for name in (
+        "package", "hub", "jit", "serialization", "library", "onnx", "fx", "distributed", "profiler", "testing",
+        "backends", "xpu", "overrides", "ctypeslib", "f2py", "distutils",
     )},
     "find_spec": "imports any module by name (`importlib.util.find_spec`, re-exported; its loader loads it)",
     "ThreadpoolController": "loads and calls native libraries (threadpoolctl, through ctypes)",
