@@ -113,6 +113,9 @@ class Settings(BaseSettings):
                                      description="`serve`: the largest request body of every route but the "
                                                  "upload (which has the intake's limit); larger is 413 before "
                                                  "authentication and before the body is read")
+    http_contestant_max_body_bytes: int = Field(
+        64 * 1024, ge=1024, description="`serve`: the largest JSON body a contestant's token may send to the API "
+                                        "(a question is at most 2000 characters); larger is 413 before it is read")
     http_body_timeout_seconds: float = Field(30.0, gt=0, description="`serve`: a request body must arrive within "
                                                                      "this many seconds ...")
     http_body_min_bytes_per_second: int = Field(8192, gt=0, description="... plus 1 s per this many bytes "

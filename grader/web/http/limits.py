@@ -5,7 +5,9 @@
   checks its token itself before reading) is refused (401/403) before its body is read unless its token
   is an enabled account's (an organiser's for ``/api/v1/admin/``): FastAPI parses a JSON body before
   the route's dependencies run, and a 2 MiB body of small objects costs tens of MiB while parsed.
-- **Size**: a body larger than ``Settings.http_max_body_bytes`` is refused with 413 ``too_large``. A
+- **Size**: a body larger than ``Settings.http_max_body_bytes`` (for a contestant's token on the JSON API,
+  ``http_contestant_max_body_bytes``: what pydantic does with an object of 200,000 unknown keys takes
+  most of a second of the event loop) is refused with 413 ``too_large``. A
   declared ``Content-Length`` above it is answered before the app runs (so before authentication and
   before a byte of the body is read); a body without one (chunked) is counted as it arrives and refused
   as soon as it passes the limit. The two upload routes (``UPLOAD_ROUTES``) keep their own, larger limit
@@ -87,6 +89,7 @@ class BodyLimits:
     def __init__(self, app: ASGIApp, settings: Settings, page: RefusalPage | None = None):
         self.app, self.page = app, page
         self.max_bytes = settings.http_max_body_bytes
+        self.contestant_max_bytes = min(settings.http_contestant_max_body_bytes, self.max_bytes)
         self.upload_backstop = settings.submission_max_bytes + 2 * MULTIPART_OVERHEAD
         self.timeout = settings.http_body_timeout_seconds
         self.min_rate = settings.http_body_min_bytes_per_second
@@ -106,7 +109,11 @@ class BodyLimits:
         has_body = bool(length) or "chunked" in headers.get("transfer-encoding", "").lower()
         if (has_body and not upload and scope["method"] in BODY_METHODS
                 and scope["path"].startswith(API_PREFIX)):
-            refusal = await anyio.to_thread.run_sync(_authentication_refusal, scope, headers)
+            refusal, admin = await anyio.to_thread.run_sync(_authentication_refusal, scope, headers)
+            if refusal is None and not admin:
+                limit = self.contestant_max_bytes
+                if length is not None and length > limit:
+                    refusal = _too_large(limit)
             if refusal is not None:  # before a byte of the body is read or parsed
                 await refuse(scope, send, refusal, self.page)
                 return
@@ -120,9 +127,10 @@ class BodyLimits:
             await guard.send_refusal()
 
 
-def _authentication_refusal(scope: Scope, headers: Headers) -> _Refused | None:
+def _authentication_refusal(scope: Scope, headers: Headers) -> tuple[_Refused | None, bool]:
     """Why a request with a body to the JSON API may not have it read: no valid token (401), a disabled
-    account (403), a contestant's token on an organiser's route (403); None if it may. Every body-taking
+    account (403), a contestant's token on an organiser's route (403); None if it may; and whether the
+    token is an organiser's (whose bodies have the larger limit). Every body-taking
     API route needs a token, and the route checks it again (FastAPI parses a body before it resolves
     the route's dependencies: without this, anyone could make the server parse 2 MiB of JSON)."""
     from grader.refusals import Refusal
@@ -135,8 +143,8 @@ def _authentication_refusal(scope: Scope, headers: Headers) -> _Refused | None:
         if scope["path"].startswith(API_PREFIX + "admin/"):
             require_admin(account)
     except Refusal as exc:
-        return _Refused(exc.status, exc.code, exc.message)
-    return None
+        return _Refused(exc.status, exc.code, exc.message), False
+    return None, account.is_admin
 
 
 class _Guard:
