@@ -11,8 +11,8 @@ of uploads is parsed and stored in parallel. SIGINT/SIGTERM stop the HTTP proces
 finish first), then grading (what was running is graded again at the next start).
 
 uvicorn's access log shows the client, the request line and the status; tokens travel only in the
-``Authorization`` header, which is never logged. Query strings are not logged either (``QueryRedacted``):
-a client that puts its token there by mistake must not leave it in the log. Proxy headers count only
+``Authorization`` header, which is never logged. Query strings are not logged either, nor token-shaped path
+segments (``QueryRedacted``): a client that puts its token there by mistake must not leave it in the log. Proxy headers count only
 from ``Settings.trusted_proxies`` (``run_http_process``).
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ import functools
 import logging
 import logging.config
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -35,6 +36,7 @@ from grader.config import Settings
 from grader.runtime.pool import exit_with, start_forkserver
 from grader.runtime.relay import RELAY_ENV, RelayListener
 from grader.service import Service
+from grader.service.accounts import TOKEN_PREFIX
 from grader.service.scheduling import scheduler_for
 from grader.web.http.connections import header_timeout_protocol
 
@@ -45,14 +47,19 @@ READY_LINE = "serving on"
 RUN_DIR_PREFIX = "kdt-grade-serve-"
 
 
+TOKEN_SHAPED = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_-]{8,}")
+
+
 class QueryRedacted(logging.Filter):
-    """Replaces the query string of an access-log record's path with ``?…`` (uvicorn passes
-    ``(client, method, path, http_version, status)`` as the record's arguments)."""
+    """Replaces the query string of an access-log record's path with ``?…``, and anything shaped like a
+    token in the path (``kdt_`` and 8 or more URL-safe characters, e.g. pasted into the address bar) with
+    ``kdt_…`` (uvicorn passes ``(client, method, path, http_version, status)`` as the record's arguments)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str) and "?" in args[2]:
-            record.args = (*args[:2], args[2].split("?", 1)[0] + "?…", *args[3:])
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
+            path = args[2].split("?", 1)[0] + "?…" if "?" in args[2] else args[2]
+            record.args = (*args[:2], TOKEN_SHAPED.sub(TOKEN_PREFIX + "…", path), *args[3:])
         return True
 
 

@@ -164,6 +164,20 @@ def test_a_contestants_json_body_has_the_smaller_limit_before_it_is_parsed(one_p
 
 
 @shared
+def test_a_request_with_both_content_length_and_chunked_is_refused(one_process):
+    """Attacker review (session 28): h11 took the chunked framing of a request that also declared a length;
+    a proxy in front reading the length would see other request boundaries (smuggling). Refused, closed."""
+    pages, _pid = one_process
+    head = ("POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+    smuggled = b"0\r\n\r\nGET /api/v1/leaderboard HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    answer, _ = send_until_answered(pages.server.port, head, [smuggled])
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"bad_framing" in answer, answer[:300]
+    assert answer.count(b"HTTP/1.1 ") == 1  # the request behind it is not answered
+    assert b"connection: close" in answer.lower()
+
+
+@shared
 def test_a_refused_body_still_arriving_gets_the_whole_answer_then_an_end_not_a_reset(one_process):
     """The server answers a body it will not read (declared too large; chunked, past the limit) while the
     client is still sending it. Closing then, with bytes unread, made the kernel send a TCP reset, and the

@@ -49,8 +49,10 @@ def test_each_user_sees_only_their_own_submissions(make_deployment, start_server
     with server.client() as misplaced:  # a token put in the query string by mistake: refused, not logged
         assert misplaced.get("/submissions", params={"token": alice}).status_code == 401
         assert misplaced.get("/leaderboard", params={"token": alice}).status_code == 200
+        assert misplaced.get(f"/submissions/{alice}").status_code in (401, 404, 422)  # pasted into the path
     log = server.log()
     assert "A" * 43 not in log and alice not in log
+    assert "GET /api/v1/submissions/kdt_… HTTP/1.1" in log
     assert 'GET /api/v1/leaderboard?… HTTP/1.1" 200' in log
 
 

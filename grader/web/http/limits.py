@@ -18,6 +18,8 @@
   that trickles it slower (one byte every 4 s, say) gets 408 ``body_timeout`` and the connection is
   closed: it holds a connection for a bounded time, not forever. (uvicorn's ``timeout_keep_alive`` only
   covers idle connections between requests.) Each read waits under ``anyio.fail_after``.
+- **Framing**: a request with both ``Content-Length`` and ``Transfer-Encoding`` is refused (400
+  ``bad_framing``) before the app runs.
 - A response the app starts before the request's body has fully arrived (a 401 before an upload is read,
   a 405 to a method the route does not take) carries ``Connection: close``, so a body the app did not want
   is never read on to find the next request. When the body is small (a declared length of at most
@@ -78,6 +80,12 @@ class _Refused(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+# Both framings at once (RFC 9112 §6.1): a proxy in front that reads the other one would see another
+# request boundary than ours (request smuggling); h11 takes the chunked one without a word.
+AMBIGUOUS_FRAMING = _Refused(400, "bad_framing", "the request has both Content-Length and Transfer-Encoding; "
+                                                 "send one of them")
+
+
 def _too_large(limit: int) -> _Refused:
     return _Refused(413, "too_large", f"the request body is larger than this server's limit of {limit} bytes; "
                                       "nothing was read or stored")
@@ -99,6 +107,9 @@ class BodyLimits:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        if "content-length" in headers and "transfer-encoding" in headers:
+            await refuse(scope, send, AMBIGUOUS_FRAMING, self.page)
+            return
         declared = headers.get("content-length")
         length = int(declared) if declared is not None and declared.isdigit() else None
         upload = (scope["method"], scope["path"]) in UPLOAD_ROUTES
