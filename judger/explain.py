@@ -23,7 +23,8 @@ def profile_for_explain() -> kdt.Profile:
 
 def explanation(profile: kdt.Profile) -> dict | None:
     """``profile.explain()`` plus the critical path of job 0 grouped by source line (``path_lines``:
-    ``line``, ``ops``, ``cycles``, ``share`` of the job's cycles), or None when nothing ran."""
+    ``line``, ``ops``, ``cycles``, ``share`` of the job's cycles), ``job_cycles`` (job 0's) and
+    ``traced_jobs`` (how many jobs the stall cycles and top lines are summed over), or None when nothing ran."""
     if not profile.runs or not profile.is_traced(0):
         return None
     expl = profile.explain(job=0)
@@ -34,6 +35,7 @@ def explanation(profile: kdt.Profile) -> dict | None:
             per_line[link["line"]] += link["cycles"]
             ops.setdefault(link["line"], []).append(link["op"])
     expl["job_cycles"] = job_cycles
+    expl["traced_jobs"] = len(profile.traces)
     expl["path_lines"] = [{"line": line, "ops": sorted(set(ops[line])), "cycles": c,
                            "share": c / job_cycles if job_cycles else 0.0}
                           for line, c in per_line.most_common()]
@@ -55,13 +57,15 @@ def format_explanation(expl: dict | None, top: int = 3) -> list:
         lines.append(f"    critical path of job 0 ({expl['job_cycles']:,} cycles): " + ", ".join(
             f"line {p['line']} {'/'.join(p['ops'])} {100 * p['share']:.1f}%" for p in path))
     stalls = {c: n for c, n in expl["stall_cycles"].items() if n}
+    jobs = expl.get("traced_jobs", 1)
+    over = f", summed over the {jobs:,} jobs" if jobs > 1 else ""
     if stalls:
-        lines.append("    stall cycles of the issue unit: " + ", ".join(
+        lines.append(f"    stall cycles of the issue unit{over}: " + ", ".join(
             f"{c} {n:,}" for c, n in sorted(stalls.items(), key=lambda kv: -kv[1])))
     for e in expl["top_lines"]["caused"][:top]:
         cause, cycles = next(iter(e["causes"].items()))
         many = len(e["other"]) > 1
         waiting = ("lines " if many else "line ") + ", ".join(str(ln) for ln in e["other"])
-        lines.append(f"    line {e['line']} ({'/'.join(e['ops'])}) holds up others {e['cycles']:,} cycles: "
+        lines.append(f"    line {e['line']} ({'/'.join(e['ops'])}) holds up others {e['cycles']:,} cycles{over}: "
                      f"{waiting} {CAUSE_TEXT[cause][many]} ({cause} {cycles:,})")
     return lines

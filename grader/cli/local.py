@@ -15,8 +15,8 @@ from grader.runtime.pool import InterruptLatch, open_pool
 from grader.service import Service
 from judger.tasks import TASK_IDS
 
-from .output import (dump_json, err, out, points_progress, print_leaderboard, progress_updater, safe, show_result,
-                     show_submitted, submissions_table)
+from .output import (dump_json, err, out, points_progress, print_explanations, print_leaderboard, progress_updater,
+                     safe, show_result, show_submitted, submissions_table)
 
 
 def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: bool = False) -> None:
@@ -119,7 +119,10 @@ def submissions_local(user: str, as_json: bool) -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--task", "task_id", type=click.Choice([str(t) for t in TASK_IDS]), help="Only this task.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: PointResult dicts, task scores, total.")
-def local(file: Path, task_id: str | None, as_json: bool) -> None:
+@click.option("--explain", is_flag=True, help="Say why every test point takes its cycles (every job traced): the "
+                                              "bound, job 0's critical path, the stall cycles and the lines "
+                                              "that cause them; with --json under \"explain\".")
+def local(file: Path, task_id: str | None, as_json: bool, explain: bool) -> None:
     """Grade FILE here, with no database or broker, exactly as the service does (same numbers)."""
     settings = load_settings()
     data = file.read_bytes()
@@ -129,20 +132,25 @@ def local(file: Path, task_id: str | None, as_json: bool) -> None:
         err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}")
         sys.exit(2)
     points = [p for p in pipeline.ALL_POINTS if task_id is None or p[0] == int(task_id)]
+    explanations = {} if explain else None
     with open_pool(settings, min(settings.workers, len(points))) as pool:
         if as_json:
-            results = pipeline.grade_source(data, settings, points, pool)
+            results = pipeline.grade_source(data, settings, points, pool, explanations=explanations)
         else:
             with points_progress() as progress:
                 bar = progress.add_task(f"grading {file.name}", total=len(points))
-                results = pipeline.grade_source(data, settings, points, pool,
+                results = pipeline.grade_source(data, settings, points, pool, explanations=explanations,
                                                 on_result=lambda _r: progress.advance(bar))
     from judger.grading import summarize  # imports torch: only `local` needs it here
 
     summary = summarize(results)
     report = {"file": file.name, "points": [r.to_dict() for r in results], "tasks": summary["tasks"],
               "total": summary["total"]}
+    if explain:
+        report["explain"] = explanations
     if as_json:
         dump_json(report)
     else:
         show_result(report, f"{file.name} (local)")
+        if explain:
+            print_explanations(report["points"], explanations)

@@ -117,6 +117,20 @@ def show_submitted(state: dict, wait: bool, as_json: bool) -> None:
         out.print(f"queued; see `kdt-grade status {state['id']}`")
 
 
+def print_explanations(points: list[dict], explanations: dict) -> None:
+    """Under a heading per test point (``task.point``, verdict, cycles), why it takes its cycles
+    (``judger.explain.format_explanation`` of ``explanations["TASK.POINT"]``); points that ran nothing
+    are left out."""
+    from judger.explain import format_explanation  # imports kdt: only `local --explain` needs it
+
+    for p in points:
+        expl = explanations.get(f"{p['task']}.{p['point']}")
+        if expl is not None:
+            out.print(f"\n[bold]{p['task']}.{p['point']}[/bold] {safe(p['verdict'])}, {p['cycles']:,} cycles")
+            for line in format_explanation(expl):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def print_messages(points: list[dict]) -> None:
     """The full messages of the points that did not pass, each distinct message once."""
     groups: dict[str, list] = {}

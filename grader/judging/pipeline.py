@@ -109,6 +109,18 @@ def judge_traced(task_id: int, index: int, compiled_point: dict, settings: Setti
     return result, (None if record is None else traces.encode(record))
 
 
+def judge_explained(task_id: int, index: int, compiled_point: dict, settings: Settings
+                    ) -> tuple[PointResult, dict | None]:
+    """``judge`` with every job of the first trial traced, and why the point takes its cycles
+    (``judger.explain.explanation``: the bound, utilisation, stall cycles by cause, job 0's critical path,
+    the top lines; None when nothing was launched). ``kdt-grade local --explain`` (issue 22)."""
+    from judger.explain import explanation, profile_for_explain
+
+    profile = profile_for_explain()
+    result = _judge(task_id, index, compiled_point, settings, profile)
+    return result, explanation(profile)
+
+
 def unsimulated(task_id: int, index: int, compiled_point: dict) -> PointResult | None:
     """The result of a compiled point that has nothing to simulate (``CE``, ``SV``, ``IE``: no IR), else
     None. The service records these at compile time: they never wait for a worker."""
@@ -143,31 +155,39 @@ def _judge(task_id: int, index: int, compiled_point: dict, settings: Settings, p
                        {"compile_s": compile_s, "simulate_s": spent, "total_s": compile_s + spent}, None)
 
 
-def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None, on_result=None) -> list:
+def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None, on_result=None,
+                 explanations: dict | None = None) -> list:
     """Audit, compile and judge ``points`` of one submission; results in ``points`` order.
 
     ``pool`` is a ``concurrent.futures`` executor (see ``grader.runtime.pool``); None judges in this process.
-    ``on_result(PointResult)`` is called as each point finishes (progress bars)."""
+    ``on_result(PointResult)`` is called as each point finishes (progress bars). With ``explanations`` (a
+    dict), every point is judged by ``judge_explained`` and its explanation stored there under
+    ``"TASK.POINT"`` (as ``judger/judger.py --explain`` does; none for a point that ran nothing)."""
     compiled = prepare(source, points, settings)
+    judge_point = judge if explanations is None else judge_explained
+
+    def finished(p, outcome) -> PointResult:
+        result, expl = outcome if explanations is not None else (outcome, None)
+        if expl is not None:
+            explanations[f"{p[0]}.{p[1]}"] = expl
+        if on_result:
+            on_result(result)
+        return result
+
     if pool is None:
-        results = []
-        for p in points:
-            results.append(judge(*p, compiled[p], settings))
-            if on_result:
-                on_result(results[-1])
-        return results
+        return [finished(p, judge_point(*p, compiled[p], settings)) for p in points]
     with interrupts_deferred():  # a Ctrl-C waits until the pool's processes are started
-        futures = {pool.submit(judge, *p, compiled[p], settings): p for p in points}
+        futures = {pool.submit(judge_point, *p, compiled[p], settings): p for p in points}
     done = {}
     for fut in concurrent.futures.as_completed(futures):
         p = futures[fut]
         try:
-            done[p] = fut.result()
+            outcome = fut.result()
         except Exception as exc:  # a pool process died (e.g. killed by the OS): the judge's problem
-            done[p] = PointResult(*p, Verdict.IE, None, 0.0, f"internal error of the judge: the grading "
-                                  f"process failed ({type(exc).__name__}: {exc}); it will be retried")
-        if on_result:
-            on_result(done[p])
+            failed = PointResult(*p, Verdict.IE, None, 0.0, f"internal error of the judge: the grading "
+                                 f"process failed ({type(exc).__name__}: {exc}); it will be retried")
+            outcome = failed if explanations is None else (failed, None)
+        done[p] = finished(p, outcome)
     return [done[p] for p in points]
 
 

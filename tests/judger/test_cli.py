@@ -173,14 +173,16 @@ def test_explain_says_why_each_point_takes_its_cycles(capsys):
         "    why: 332 cycles; bound 128 (VXM busy cycles on the busiest SM) = 2.59x the bound; utilisation "
         "MEM 60.8%, VXM 38.6%, ISU 2.4%, MXM 0.0%",
         "    critical path of job 0 (166 cycles): line 29 add 38.6%, line 28 load 30.1%, line 30 store 30.1%",
-        "    stall cycles of the issue unit: raw 224",
-        "    line 29 (add) holds up others 126 cycles: line 30 waits for its input to be written (raw 126)",
-        "    line 28 (load) holds up others 98 cycles: line 29 waits for its input to be written (raw 98)"]
+        "    stall cycles of the issue unit, summed over the 2 jobs: raw 224",
+        "    line 29 (add) holds up others 126 cycles, summed over the 2 jobs: line 30 waits for its input to be "
+        "written (raw 126)",
+        "    line 28 (load) holds up others 98 cycles, summed over the 2 jobs: line 29 waits for its input to be "
+        "written (raw 98)"]
     doc = json.loads(run_main(capsys, "--kernel-impl-path", base, "--task", "1", "--explain", "--json"))
     expl = doc["explain"]["1.0"]
     assert expl["kernel_cycles"] == 332 and expl["bound"]["cycles"] == 128 and expl["job_cycles"] == 166
     assert sum(link["cycles"] for link in expl["critical_path"]) == 166
-    assert expl["stall_cycles"] == {"raw": 224, "waw": 0, "war": 0, "unit": 0}
+    assert expl["stall_cycles"] == {"raw": 224, "waw": 0, "war": 0, "unit": 0} and expl["traced_jobs"] == 2
     assert set(doc["explain"]) == {"1.0", "1.1"}
 
 

@@ -102,6 +102,34 @@ def test_local_runs_one_task_and_refuses_what_the_intake_refuses(tmp_path, local
     assert proc.returncode == 2 and "not UTF-8" in proc.stderr
 
 
+def test_local_explain_says_what_the_judger_says_for_every_point():
+    """Issue 22: `kdt-grade local --explain` traces every job of the judge's first trial and prints, under
+    each point, the judger's `--explain` lines (baseline task 1: 2 jobs on 1 SM, 332 cycles against a VXM
+    bound of 128; the add of line 29 waits on the loads, the store on the add); --json carries them."""
+    env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
+    text = run_cli(["local", BASELINE, "--task", "1", "--explain"], env).stdout
+    block = text[text.index("1.0 AC, 332 cycles"):].splitlines()
+    assert block[:7] == [
+        "1.0 AC, 332 cycles",
+        "    why: 332 cycles; bound 128 (VXM busy cycles on the busiest SM) = 2.59x the bound; utilisation "
+        "MEM 60.8%, VXM 38.6%, ISU 2.4%, MXM 0.0%",
+        "    critical path of job 0 (166 cycles): line 29 add 38.6%, line 28 load 30.1%, line 30 store 30.1%",
+        "    stall cycles of the issue unit, summed over the 2 jobs: raw 224",
+        "    line 29 (add) holds up others 126 cycles, summed over the 2 jobs: line 30 waits for its input to be "
+        "written (raw 126)",
+        "    line 28 (load) holds up others 98 cycles, summed over the 2 jobs: line 29 waits for its input to be "
+        "written (raw 98)",
+        ""]
+    assert "1.1 AC, " in text
+    report = json.loads(run_cli(["local", BASELINE, "--task", "1", "--explain", "--json"], env).stdout)
+    assert set(report["explain"]) == {"1.0", "1.1"}
+    expl = report["explain"]["1.0"]
+    assert expl["bound"]["cycles"] == 128 and expl["bound"]["complete"] and expl["traced_jobs"] == 2
+    assert sum(link["cycles"] for link in expl["critical_path"]) == expl["job_cycles"] == 166
+    assert [p["cycles"] for p in report["points"]][0] == expl["kernel_cycles"] == 332
+    assert "explain" not in json.loads(run_cli(["local", BASELINE, "--task", "1", "--json"], env).stdout)
+
+
 def test_the_worker_command_needs_a_broker():
     proc = run_cli(["worker"], clean_env(), check=False)
     assert proc.returncode == 1 and "KDT_GRADE_BROKER_URL is not set" in proc.stderr
