@@ -78,6 +78,63 @@ def test_c04_lanes_rows_and_utilisations():
     assert ticks.count("M") == 15  # one tick per issued instruction
 
 
+def test_c01_hover_says_why_each_instruction_waited_and_the_critical_path_is_outlined():
+    """The statement's worked example (L_mem = 100, 1126 cycles; tests/kdt/test_explain.py): [1] add waits
+    99 cycles on RAW of [0] load, [3] mul 14 on RAW of [1], [4] sub 15 for the VXM busy with [3], [2]
+    matmul issues in its slot; the critical path is load -> add (its issue slot) -> matmul."""
+    record = record_for("c01_statement_example")
+    root = ET.fromstring(timeline.timeline_svg(record, 0))
+    holding = [(b, e) for b, e in zip(bars(root), record["traces"]["0"]) if e[3] != "FREE"]
+    titles = {e[0]: b.find(f"{SVG}title").text for b, e in holding}
+    assert "\nissued in its slot, right after the previous instruction" in titles["load"]
+    assert "\nwaited 99 cycles (raw): an input not yet written by load (line 23), which finished at 101" in titles["add"]
+    assert "\nissued in its slot" in titles["matmul"]
+    assert "\nwaited 14 cycles (raw): an input not yet written by add (line 24), which finished at 117" in titles["mul"]
+    assert "\nwaited 15 cycles (unit): its unit busy with mul (line 26), which finished at 133" in titles["sub"]
+    outlined = [e[0] for b, e in holding if "tl-crit" in b.get("class").split()]
+    assert outlined == ["load", "add", "matmul"] and root.get("data-critical") == "3"
+    assert all("tl-crit" not in b.get("class") for b, e in zip(bars(root), record["traces"]["0"]) if e[3] == "FREE")
+    assert titles["matmul"].endswith("\non the critical path") and not titles["mul"].endswith("critical path")
+
+
+@pytest.mark.parametrize("case, job", [("c01_statement_example", 0), ("c04_isu_waits_for_busy_unit", 0),
+                                       ("c14_control_flow", 2), ("c19_flash_attention_small", 0),
+                                       ("c20_double_buffered_matmul", 1)])
+def test_where_the_cycles_went_adds_up_against_the_trace(case, job):
+    """The chart's critical-path segments add up to the job's cycles, and its stall segments to the gaps
+    between the issue cycles of the instructions that hold the issue unit (computed here from the trace)."""
+    record = record_for(case)
+    root = ET.fromstring(timeline.timeline_svg(record, job))
+    assert int(root.get("height")) == timeline.timeline_height(record, job)
+    rects = list(root.iter(f"{SVG}rect"))
+    shares = [int(r.get("data-cycles")) for r in rects if "tl-share" in r.get("class", "")]
+    job_cycles = record["runs"][job][2]
+    assert sum(shares) == job_cycles and shares == sorted(shares, reverse=True)
+    stalls = {r.get("data-cause"): int(r.get("data-cycles")) for r in rects if "tl-stall" in r.get("class", "")}
+    issues = [e[1] for e in record["traces"][str(job)] if e[3] != "FREE"]
+    gaps = sum(b - a - 1 for a, b in zip(issues, issues[1:]))
+    assert sum(stalls.values()) == gaps and 0 not in stalls.values()
+    rest = next(r for r in rects if r.get("data-cause") == "none")
+    assert int(rest.get("data-cycles")) == job_cycles - gaps
+    if case == "c01_statement_example":
+        assert stalls == {"raw": 113, "unit": 15}
+        assert {r.get("data-line"): int(r.get("data-cycles")) for r in rects if "tl-share" in r.get("class", "")} == {
+            "25": 1024, "23": 100, "": 1, "24": 1}
+        said = [t.text for t in root.iter(f"{SVG}text") if (t.text or "").startswith("holds up others most")]
+        assert said == ["holds up others most: line 23 (load) 99 cycles, raw; line 26 (mul) 15 cycles, unit; "
+                        "line 24 (add) 14 cycles, raw"]
+
+
+def test_a_trace_stored_before_stall_reasons_draws_no_reasons():
+    record = record_for("c04_isu_waits_for_busy_unit")
+    record["traces"] = {job: [e[:5] for e in entries] for job, entries in record["traces"].items()}
+    root = ET.fromstring(timeline.timeline_svg(record, 0))
+    assert int(root.get("height")) == timeline.timeline_height(record, 0)
+    assert root.get("data-critical") == "0" and not any("tl-stall" in r.get("class", "") for r in root.iter(f"{SVG}rect"))
+    assert all("waited" not in b.find(f"{SVG}title").text and "slot" not in b.find(f"{SVG}title").text
+               for b in bars(root))
+
+
 def test_placement_draws_every_job_on_its_sm():
     record = record_for("c03_greedy_sm_assignment")
     root = ET.fromstring(timeline.timeline_svg(record, 0))

@@ -8,7 +8,15 @@
   which also carries one tick per issued instruction (one ``<path>``). Loads and stores overlap (memory
   is not a unit), so the MEM lane has as many rows as needed (at most ``MAX_MEM_ROWS``; later overlaps
   share the last row);
-- a ``<title>`` per bar (the hover text): instruction, source line, issue and finish cycle, cycles;
+- a ``<title>`` per bar (the hover text): instruction, source line, issue and finish cycle, cycles, and why
+  it issued when it did (``reason_text``: the stall cause of spec §4 and the instruction waited for);
+- the bars of the job's critical path (``kdt.simulator.explain.critical_path``) carry ``tl-crit`` (a dark
+  outline), and the root ``<svg>`` ``data-critical`` (how many links are instructions);
+- below the lanes, "where the cycles went" (``_cycles_chart``): the job's cycles along its critical path by
+  source line (``<rect class="tl-share" data-line data-cycles>``, their cycles add up to the job's), the
+  issue unit's stall cycles by cause (``<rect class="tl-stall" data-cause data-cycles>``, their sum is
+  the gaps between the job's issue cycles) and the lines that hold others up most. A trace stored
+  before stall reasons existed draws none of this;
 - the unit utilisations of the traced jobs beside the lanes (``Profile.summary()``);
 - below, the job -> SM placement of the whole launch, the drawn job highlighted.
 
@@ -25,6 +33,8 @@ from __future__ import annotations
 
 from html import escape
 
+from kdt.simulator import explain
+
 from grader.judging.trace_record import job_trace, traced_jobs
 
 X0 = 48.0            # left gutter for lane names, pixels
@@ -37,6 +47,8 @@ MIN_WIDTH = 1.0      # so zero-cycle instructions stay visible
 MAX_MEM_ROWS = 6
 MAX_BARS = 6_000
 MAX_PLACEMENT_JOBS = 512
+CHART_HEIGHT = 74.0  # "where the cycles went": a heading, two bars and the top lines
+TOP_LINES = 3
 SM_ROW = 6.0         # placement row height with more than LABELLED_SMS SMs (else SM_ROW_WIDE)
 SM_ROW_WIDE = 11.0
 LABELLED_SMS = 8
@@ -49,13 +61,23 @@ _STYLE = (
     ".tl-bar{stroke:none}.tl-bar:hover{stroke:#000;stroke-width:1}"
     ".tl-isu{fill:#8e8e99}.tl-mem{fill:#3b7dd8}.tl-vxm{fill:#2e9e5b}.tl-mxm{fill:#e07b24}"
     ".tl-tick{stroke:#55555f;stroke-width:0.6}.tl-job{fill:#c7c9d3}.tl-job0{fill:#e07b24}"
+    ".tl-crit{stroke:#1b1b1f;stroke-width:1.2}.tl-share{stroke:#fff;stroke-width:0.5}.tl-free-share{fill:#c7c9d3}"
+    ".tl-stall{stroke:#fff;stroke-width:0.5}.tl-raw{fill:#c0392b}.tl-waw{fill:#8e44ad}.tl-war{fill:#d4a017}"
+    ".tl-unit{fill:#16a085}.tl-issuing{fill:#e3e4ea}.tl-bold{font:bold 11px sans-serif;fill:#222}"
+    ".tl-inner{font:10px sans-serif;fill:#fff}"
 )
+LIGHT_SEGMENTS = frozenset({"tl-issuing", "tl-share tl-isu"})  # labelled in dark ink
+STALL_WORDS = {"raw": "an input not yet written by", "waw": "its output still being written by",
+               "war": "its output still being read by", "unit": "its unit busy with"}
 
 
 def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
     """The SVG text (one ``<svg>`` element) of ``job``'s trace in ``record``; geometry in the module
     docstring. ``svg_id`` becomes the element's id (escaped). Raises ``KeyError`` if ``job`` is not traced."""
     entries = job_trace(record, job)
+    raw = record["traces"][str(job)]
+    path = explain.critical_path(raw)
+    on_path = {link["index"] for link in path if link["index"] is not None}
     runs = record["runs"]
     span = max(runs[job][2] if job < len(runs) else 0, max((e[2] for e in entries), default=0), 1)
     scale = PLOT_WIDTH / span
@@ -73,9 +95,14 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
         x = X0 + issue * scale
         width = max((finish - issue) * scale, MIN_WIDTH)
         title = (f"{op} (line {line})\nissue {issue}, finish {finish}: {finish - issue} cycles"
-                 f"{'' if unit == 'FREE' else ' on ' + unit}")
-        parts.append(f'<rect class="tl-bar tl-{lane.lower()}" x="{x:.2f}" y="{lane_y[lane] + row * ROW + 1:.2f}" '
+                 f"{'' if unit == 'FREE' else ' on ' + unit}{reason_text(raw, k)}"
+                 f"{chr(10) + 'on the critical path' if k in on_path else ''}")
+        crit = " tl-crit" if k in on_path else ""
+        parts.append(f'<rect class="tl-bar tl-{lane.lower()}{crit}" x="{x:.2f}" y="{lane_y[lane] + row * ROW + 1:.2f}" '
                      f'width="{width:.2f}" height="{ROW - 2:.2f}"><title>{escape(title)}</title></rect>')
+    if path:
+        chart, y = _cycles_chart(raw, path, runs[job][2] if job < len(runs) else span, y + 4)
+        parts += chart
     y += 4
     if _cut(record, job):
         total = _instructions(record, job)
@@ -87,7 +114,7 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
     width = X0 + PLOT_WIDTH + UTIL_WIDTH
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width:.0f}" height="{y:.0f}" '
             f'viewBox="0 0 {width:.0f} {y:.0f}" role="img" data-x0="{X0}" data-scale="{scale!r}" '
-            f'data-span="{span}" data-job="{job}" data-bars="{len(drawn)}"'
+            f'data-span="{span}" data-job="{job}" data-bars="{len(drawn)}" data-critical="{len(on_path)}"'
             + (f' id="{escape(svg_id)}"' if svg_id else "") + ">")
     label = escape(f"timeline of job {job} of kernel {record['kernel']}: {len(entries)} instructions, "
                    f"{span} cycles")
@@ -98,9 +125,73 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
 def timeline_height(record: dict, job: int = 0) -> int:
     """The pixel height of ``timeline_svg(record, job)`` (for the page's frame), without drawing it."""
     _, _, y = _lanes_layout(_mem_rows(job_trace(record, job)[:MAX_BARS]))
+    if explain.critical_path(record["traces"][str(job)]):
+        y += 4 + CHART_HEIGHT
     y += 4 + (16 if _cut(record, job) else 0) + 6
     sms = max(record["num_sms"], 1)
     return int(round(y + 16 + sms * _sm_row(sms) + 6))
+
+
+def reason_text(raw: list, k: int) -> str:
+    """The hover line saying why entry ``k`` of a job's raw trace issued when it did ("" for an entry
+    stored before stall reasons existed): ``waited W cycles (cause): ... OP (line L), finished at F``."""
+    entry = raw[k]
+    if len(entry) != 8:
+        return ""
+    cause, wait, gate = entry[5], entry[6], entry[7]
+    if cause == "isu" or gate is None:
+        return "\nissued in its slot, right after the previous instruction"
+    g = raw[gate]
+    held = "" if entry[3] != "FREE" else " (free: the issue unit went on meanwhile)"
+    return (f"\nwaited {wait} cycles ({cause}): {STALL_WORDS[cause]} {g[0]} (line {g[4]}), "
+            f"which finished at {g[2]}{held}")
+
+
+def _cycles_chart(raw: list, path: list, job_cycles: int, y: float) -> tuple[list[str], float]:
+    """"Where the cycles went" (module docstring), ``CHART_HEIGHT`` pixels from ``y``."""
+    scale = PLOT_WIDTH / max(job_cycles, 1)
+    out = [f'<text class="tl-bold" x="{X0}" y="{y + 10:.2f}">where the job\'s {job_cycles:,} cycles went</text>'
+           f'<text class="tl-small" x="{X0 + 190}" y="{y + 10:.2f}">(outlined bars: the critical path, from the '
+           'last finish back to the start)</text>']
+    units, per_line = {}, {}
+    for link in path:
+        key = link["line"]
+        per_line[key] = per_line.get(key, 0) + link["cycles"]
+        units.setdefault(key, raw[link["index"]][3] if link["index"] is not None else "FREE")
+    out += _stacked(y + 16, "path", scale, [
+        (f"line {line}" if line is not None else "before the first issue", cycles,
+         f'tl-share tl-{_LANE_OF_UNIT[units[line]].lower()}', f'data-line="{"" if line is None else line}"')
+        for line, cycles in sorted(per_line.items(), key=lambda kv: -kv[1])])
+    stalled = explain.stall_cycles(raw)
+    waited = sum(stalled.values())
+    out += _stacked(y + 34, "stalls", scale, [
+        (f"{cause} stall", cycles, f"tl-stall tl-{cause}", f'data-cause="{cause}"')
+        for cause, cycles in sorted(stalled.items(), key=lambda kv: -kv[1]) if cycles]
+        + [("issuing, and after the last issue", job_cycles - waited, "tl-issuing", 'data-cause="none"')])
+    tops = explain.top_lines({0: raw}, TOP_LINES)["caused"]
+    said = "; ".join(f"line {e['line']} ({'/'.join(e['ops'])}) {e['cycles']:,} cycles, "
+                     + "/".join(e["causes"]) for e in tops)
+    out.append(f'<text class="tl-small" x="{X0}" y="{y + 64:.2f}">'
+               f'{escape("holds up others most: " + said if tops else "no instruction waited for another")}</text>')
+    return out, y + CHART_HEIGHT
+
+
+def _stacked(y: float, label: str, scale: float, segments: list) -> list[str]:
+    """One horizontal bar of ``(name, cycles, class, data attributes)`` segments, labelled inside when wide."""
+    out = [f'<text class="tl-small" x="4" y="{y + 10:.2f}">{escape(label)}</text>']
+    x = X0
+    for name, cycles, cls, data in segments:
+        width = cycles * scale
+        out.append(f'<rect class="{cls}" {data} data-cycles="{cycles}" x="{x:.2f}" y="{y:.2f}" '
+                   f'width="{width:.2f}" height="{ROW:.2f}"><title>{escape(f"{name}: {cycles:,} cycles")}'
+                   '</title></rect>')
+        text = f"{name} {cycles:,}"
+        if width >= 6 * len(text) + 6:
+            ink = "tl-small" if cls in LIGHT_SEGMENTS else "tl-inner"
+            out.append(f'<text class="{ink}" x="{x + 3:.2f}" y="{y + 9:.2f}" pointer-events="none">'
+                       f'{escape(text)}</text>')
+        x += width
+    return out
 
 
 def _sm_row(sms: int) -> float:
@@ -194,6 +285,8 @@ def _placement(record: dict, job: int, y: float) -> tuple[list[str], float]:
     plural = "s" if sms != 1 else ""
     out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {record["jobs"]} jobs on {sms} SM{plural} '
            f'over {record["kernel_cycles"]} cycles; job {job} ran on {escape(where)}</text>']
+    if record["jobs"] == 1:
+        out[0] = out[0].replace("1 jobs on", "1 job on", 1)
     y += 16
     row = _sm_row(sms)
     for sm in range(sms):
