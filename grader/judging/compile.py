@@ -25,7 +25,7 @@ SUBMISSION_NAME = "submission.py"
 # the child itself: runpy runs it as __main__, from its source).
 WARM_MODULES = ("argparse", "json", "numpy", "torch", "kdt", "judger.grading", "judger.tasks",
                 "kdt.simulator.launch", "grader.judging.audithook")
-# What the child may claim for a test point: only what a contestant may claim (issue 20, "Fairness").
+# What the child may claim for a test point: only what a contestant may claim.
 _VERDICTS_FROM_CHILD = ("CE",)
 # A result line is parsed (json.loads, in this trusted process) only if it can hold an IR the loader
 # accepts: at most MAX_BYTES of JSON and, as every IR node is one JSON array or object, at most twice

@@ -102,8 +102,8 @@ def _with_cpu_budget(seconds, fn):
 
 def _emit(out, task_id, index, ir=None, error=None):
     """Write one test point's record: its IR, or ``error`` (a ``CompileFailed``) as ``CE``. This process runs
-    the contestant's code, so what it reports can only be what a contestant may claim (issue 20,
-    "Fairness"; the parent refuses anything else, ``grader.judging.compile._VERDICTS_FROM_CHILD``): a bug of the
+    the contestant's code, so what it reports can only be what a contestant may claim (the
+    parent refuses anything else, ``grader.judging.compile._VERDICTS_FROM_CHILD``): a bug of the
     front end noticed here (``judger.grading.front_end_fault``, ``IE`` in the trusted local judger) is
     ``CE`` with a message that says what happened."""
     record = {"task": task_id, "point": index}

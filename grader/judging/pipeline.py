@@ -113,7 +113,7 @@ def judge_explained(task_id: int, index: int, compiled_point: dict, settings: Se
                     ) -> tuple[PointResult, dict | None]:
     """``judge`` with every job of the first trial traced, and why the point takes its cycles
     (``judger.explain.explanation``: the bound, utilisation, stall cycles by cause, job 0's critical path,
-    the top lines; None when nothing was launched). ``kdt-grade local --explain`` (issue 22)."""
+    the top lines; None when nothing was launched). What ``kdt-grade local --explain`` prints."""
     from judger.explain import explanation, profile_for_explain
 
     profile = profile_for_explain()

@@ -1,4 +1,4 @@
-"""The warm template of contained sandbox runs (issue 24): ``python -I sandbox_template.py SOCK_FD JUDGE_PID
+"""The warm template of contained sandbox runs: ``python -I sandbox_template.py SOCK_FD JUDGE_PID
 SITE_DIR MODULES``.
 
 Started by ``grader.judging.warm`` from a fresh interpreter with the runs' own constant environment (no

@@ -1,4 +1,4 @@
-"""Warm starts of contained sandbox runs (issue 24): a template process per judge process that has
+"""Warm starts of contained sandbox runs: a template process per judge process that has
 imported the compile child's modules once, and forks each run from there instead of starting a fresh
 interpreter that imports numpy and torch again (seconds of CPU per submission that grade nothing).
 

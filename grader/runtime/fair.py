@@ -1,4 +1,4 @@
-"""Fair queueing across users (issue 20, part 4): which test point a free worker judges next.
+"""Fair queueing across users: which test point a free worker judges next.
 
 Points are not judged in the order their messages arrive (one FIFO, where one contestant's ten
 time-outs held everyone's points for minutes). A free worker, a Celery pool process with a judge message

@@ -1,4 +1,4 @@
-"""Contest communication (issue 25): contestants' clarification requests, organisers' answers and
+"""Contest communication: contestants' clarification requests, organisers' answers and
 announcements, and what each user has not read yet. Over ``db.messages``; used by the JSON API, the pages
 and the CLI alike.
 

@@ -1,4 +1,4 @@
-"""Which test point a free worker judges next (issue 20 part 4): not the one its message named, the
+"""Which test point a free worker judges next: not the one its message named, the
 fairest one it can claim.
 
 ``judge_next`` is what a free worker does (a Celery judge message, a slot of the embedded server): claim

@@ -271,6 +271,8 @@ def element_with_stamp(rv: RV, stamps: Stamps, t: int) -> int | None:
         return None
     if stamps.u is not None:
         return rv.lo if stamps.u == t else None
+    if rv.tk != STRIDED:  # a contiguous range [lo, hi): no index array needed
+        return _first_in_range(stamps, rv.lo, rv.hi, t)
     idx = np.sort(view_elements(rv))
     if stamps.segs is not None:
         vals = np.full(idx.shape, stamps.sbase, dtype=np.int64)
@@ -280,6 +282,30 @@ def element_with_stamp(rv: RV, stamps: Stamps, t: int) -> int | None:
         vals = stamps.a[idx]
     hits = np.flatnonzero(vals == t)
     return int(idx[hits[0]]) if hits.size else None
+
+
+def _first_in_range(stamps: Stamps, lo: int, hi: int, t: int) -> int | None:
+    """The first element of ``[lo, hi)`` whose stamp is ``t`` (``element_with_stamp`` of a range view)."""
+    if stamps.segs is None:
+        hits = np.flatnonzero(stamps.a[lo:hi] == t)
+        return lo + int(hits[0]) if hits.size else None
+    best = None
+    covered = []  # the segments' parts inside [lo, hi): elements outside them hold sbase
+    for (a, b), s in stamps.segs.items():
+        a, b = max(a, lo), min(b, hi)
+        if a < b:
+            covered.append((a, b))
+            if s == t and (best is None or a < best):
+                best = a
+    if stamps.sbase == t:
+        e = lo
+        for a, b in sorted(covered):
+            if e < a:
+                break
+            e = max(e, b)
+        if e < hi and (best is None or e < best):
+            best = e
+    return best
 
 
 def stamp_set(rv: RV, stamps: Stamps, t: int) -> None:

@@ -1,13 +1,14 @@
 """The timing stamps of ``kdt.simulator.memory`` (spec kdt-semantics.md §4) against a plain per-element
 model: any sequence of stamp writes and maxima over full, contiguous, strided, broadcast and empty views
-gives exactly the per-element answers, whichever representation (uniform, segments, array) the stamps
+gives exactly the per-element answers (the maximum, and the first element holding a stamp, which names
+the gate of a stall), whichever representation (uniform, segments, array) the stamps
 are in at the time."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdt.simulator import memory
-from kdt.simulator.memory import RV, StorageRT, stamp_max, stamp_set
+from kdt.simulator.memory import RV, StorageRT, element_with_stamp, stamp_max, stamp_set
 
 N = 48
 
@@ -55,6 +56,9 @@ def test_stamps_equal_a_per_element_model(ops, max_segs):
             elems = element_set(off, sizes, strides)
             want = max((model[e] for e in elems), default=0)
             assert stamp_max(rv, storage.w) == want, (ops, key)
+            for t in {want, clock, 0}:  # the element a stall explanation names: the first with that stamp
+                first = next((e for e in elems if model[e] == t), None)
+                assert element_with_stamp(rv, storage.w, t) == first, (ops, key, t)
             if is_write:
                 clock += dt + 1
                 stamp_set(rv, storage.w, clock)

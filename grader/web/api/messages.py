@@ -1,4 +1,4 @@
-"""Contest communication over the API (issue 25): contestants ask and read (``/api/v1/clarifications``,
+"""Contest communication over the API: contestants ask and read (``/api/v1/clarifications``,
 ``/api/v1/announcements``, a token needed), organisers list, answer, ignore and announce
 (``/api/v1/admin/clarifications``, ``/api/v1/admin/announcements``, an admin token). Thin over
 ``grader.service.messages``, which checks the texts, the task and the hourly question limit (400, 429)

@@ -1,4 +1,4 @@
-"""The Messages page and the unread badge (issue 25), over ``grader.service.messages``.
+"""The Messages page and the unread badge, over ``grader.service.messages``.
 
 - ``/messages`` (logged in): the announcements (pinned first), the caller's questions with their answers
   and every question answered to all, and the form to ask (a task or general; CSRF field). Showing the
