@@ -40,7 +40,7 @@ from tests.faults import PrivateRedis, TCPProxy  # noqa: E402
 from tests.shared_services import POSTGRES_URL, fresh_postgres_schema  # noqa: E402
 
 KDT_GRADE = [sys.executable, "-m", "grader.cli"]
-FILES = [ROOT / "tests" / "judger" / "fixtures" / "vadd_only.py", ROOT / "tests" / "service" / "fixtures" /
+FILES = [ROOT / "tests" / "judger" / "fixtures" / "vadd_only.py", ROOT / "tests" / "grader" / "service" / "fixtures" /
          "slow_vadd.py", ROOT / "submissions" / "examples" / "baseline.py"]
 FAULTS = ("broker-cut", "db-cut", "broker-restart", "worker-kill")
 

@@ -121,6 +121,11 @@ class Settings(BaseSettings):
     http_body_min_bytes_per_second: int = Field(8192, gt=0, description="... plus 1 s per this many bytes "
                                                                         "received, else 408 and the connection "
                                                                         "is closed")
+    http_form_max_body_bytes: int = Field(64 * 1024, ge=1024, description="`serve`: the largest body of a page "
+                                                                         "form (every route outside /api/v1/ "
+                                                                         "but the upload), which must declare "
+                                                                         "its length (else 411); larger is 413 "
+                                                                         "before it is read")
     http_form_max_fields: int = Field(16, ge=1, description="`serve`: fields of a page form (login, admin "
                                                             "buttons; no files), else 400")
     http_form_max_field_bytes: int = Field(16 * 1024, ge=256, description="`serve`: bytes of one such field, "

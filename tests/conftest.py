@@ -88,7 +88,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 
 # Where the tests that start servers, workers and grading pools live: they are the long ones.
-_PROCESS_DIRS = ("tests/service/", "tests/web/", "tests/adversarial/")
+_PROCESS_DIRS = ("tests/grader/service/", "tests/grader/web/", "tests/adversarial/")
 
 
 @pytest.hookimpl(trylast=True)  # after xdist's own, see _mark_xdist_groups

@@ -40,6 +40,7 @@ from __future__ import annotations
 import _string
 import ast
 import functools
+import itertools
 import importlib
 import re
 import string
@@ -51,6 +52,7 @@ from pathlib import Path
 
 from .audit_policy import (ALLOWED_DUNDER_STORES, ALLOWED_MODULES, ATTRIBUTE_STRING, BANNED_NAMES, DENIED_ATTRIBUTES,
                            DENIED_ROUTES, ENTRY_POINTS, FIXED_FORM_HELPERS, INTROSPECTION_ATTRIBUTES,
+                           MAX_ALIAS_STEPS, MAX_AST_NODES, MAX_QUOTED_CHARS, MAX_VIOLATIONS,
                            MAX_ALIAS_BINDINGS, MAX_ALIAS_DEPTH, PASSIVE_DECORATORS, REEXPORTED_PACKAGES, RULES,
                            SELF_MATCHING_CLASSES, STDLIB_MODULES, STDLIB_SUBMODULES, TOP_LEVEL_STATEMENTS)
 from .pyparse import parse, source_encoding
@@ -102,6 +104,7 @@ class AuditReport:
     filename: str
     violations: list[Violation] = field(default_factory=list)
     skipped: tuple[str, ...] = ()
+    truncated: bool = False  # the audit stopped at MAX_VIOLATIONS: there may be more
 
     @property
     def ok(self) -> bool:
@@ -110,7 +113,7 @@ class AuditReport:
 
     def to_dict(self) -> dict:
         """Plain data for JSON: filename, ok, violations (list of dicts) and skipped."""
-        return {"filename": self.filename, "ok": self.ok,
+        return {"filename": self.filename, "ok": self.ok, "truncated": self.truncated,
                 "violations": [asdict(v) for v in self.violations], "skipped": list(self.skipped)}
 
     def format(self) -> str:
@@ -119,6 +122,8 @@ class AuditReport:
         if self.ok:
             return f"{self.filename}: no violations"
         head = f"{self.filename}: {len(self.violations)} violation(s)"
+        if self.truncated:
+            head += f" (the audit stops at the first {MAX_VIOLATIONS}: fix these and run it again)"
         body = (f"line {v.line}, col {v.col}: [{v.rule}] {v.message}\n    {v.text}" for v in self.violations)
         return "\n".join([head, *body])
 
@@ -144,6 +149,10 @@ def audit_source(source: str, filename: str = "<submission>") -> AuditReport:
         tree = parse(source, filename=filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         return AuditReport(filename, [_syntax_violation(err, source, lines)])
+    if _too_large(tree):
+        return AuditReport(filename, [Violation("size", 1, 1, lines[0].strip()[:MAX_QUOTED_CHARS], (
+            f"the file has more than {MAX_AST_NODES:,} syntax nodes, more than the audit reads (the optimized "
+            "example has 3,869): generate less code, e.g. with loops instead of unrolled statements"))])
     plan = _plan(tree)
     visits = list(_walk(tree, plan))
     class_level = frozenset(stmt for node, _, _ in visits if isinstance(node, ast.ClassDef) for stmt in node.body)
@@ -152,8 +161,16 @@ def audit_source(source: str, filename: str = "<submission>") -> AuditReport:
     auditor.check_top_level(plan.statements)
     auditor.check_untraceable()
     for node, parent, exempt in visits:
+        if auditor.full():
+            break
         auditor.check(node, parent, exempt)
-    return AuditReport(filename, auditor.violations(), plan.skipped)
+    found = auditor.violations()
+    return AuditReport(filename, found[:MAX_VIOLATIONS], plan.skipped, truncated=auditor.full())
+
+
+def _too_large(tree: ast.AST) -> bool:
+    """Whether the tree has more than ``MAX_AST_NODES`` nodes (counting stops there)."""
+    return next(itertools.islice(ast.walk(tree), MAX_AST_NODES, None), None) is not None
 
 
 def audit_file(path: str | Path) -> AuditReport:
@@ -511,8 +528,16 @@ class _Bindings:
         for index, (_, _, value) in enumerate(aliases):
             readers[_root_name(value)].append(index)
         todo, stuck = deque(range(len(aliases))), set()
+        queued = set(todo)  # an alias waits in the queue at most once
+        steps = 0
         while todo:
-            node, targets, value = aliases[todo.popleft()]
+            steps += 1
+            if steps > MAX_ALIAS_STEPS:  # too much to follow: what is left is not followed
+                self.untraceable += list(dict.fromkeys(aliases[i][0] for i in todo if aliases[i][0] not in stuck))
+                return
+            index = todo.popleft()
+            queued.discard(index)
+            node, targets, value = aliases[index]
             found = self.resolve(value)
             for target in targets:
                 new = found - self._table[target]
@@ -524,7 +549,10 @@ class _Bindings:
                     self.untraceable.append(node)
                     continue
                 self._table[target] |= new
-                todo.extend(readers[target])
+                for reader in readers[target]:
+                    if reader not in queued:
+                        queued.add(reader)
+                        todo.append(reader)
 
     def resolve(self, expr: ast.AST) -> frozenset[_Binding]:
         """What a ``Name`` or attribute chain may refer to among imported values (empty if none)."""
@@ -756,6 +784,10 @@ class _Auditor:
         """The violations found so far, in source order, without duplicates."""
         return sorted(self._found.values(), key=lambda v: (v.line, v.col, v.rule, v.message))
 
+    def full(self) -> bool:
+        """Whether ``MAX_VIOLATIONS`` have been found (the audit stops checking)."""
+        return len(self._found) >= MAX_VIOLATIONS
+
     def check(self, node: ast.AST, parent: ast.AST | None, exempt: frozenset[str]) -> None:
         """Run the check registered for the node's type, if any."""
         check = self._CHECKS.get(type(node))
@@ -958,6 +990,8 @@ class _Auditor:
     def _report(self, rule: str, node: ast.AST, message: str) -> None:
         line, col = _position(node, self._lines)
         text = self._lines[line - 1].strip() if 0 < line <= len(self._lines) else ""
+        if len(text) > MAX_QUOTED_CHARS:
+            text = text[:MAX_QUOTED_CHARS] + " ..."
         violation = Violation(rule, line, col, text, message)
         self._found.setdefault((rule, line, col, message), violation)
 

@@ -16,6 +16,7 @@ import re
 #: Rule id -> what it forbids. Every :class:`Violation` carries one of these ids.
 RULES: dict[str, str] = {
     "syntax": "the file does not parse as Python 3.11",
+    "size": "more syntax nodes than the audit reads (MAX_AST_NODES, about 4,000 lines of kernel code)",
     "encoding": "a coding declaration other than UTF-8 (the import would read other code than the audited text)",
     "import": "import of a module outside ALLOWED_MODULES, or a relative import",
     "import-star": "`from M import *`, which binds names the audit cannot see",
@@ -89,6 +90,8 @@ DENIED_ROUTES: dict[str, str] = {
     "torch.package": "packages and imports code",
     "torch.jit": "compiles code and loads archives",
     "torch.compile": "generates and builds native code",
+    "torch.compiler": "loads compiled artifacts (`load_compiled_function` unpickles what an object's `read()` "
+                      "returns, with no restriction on the classes)",
     "torch.fx": "generates and executes Python code",
     "torch.export": "serializes programs to files",
     "torch.onnx": "writes model files",
@@ -140,7 +143,7 @@ DENIED_ATTRIBUTES: dict[str, str] = {
     **{name: "is the name of a denied submodule (`torch.package`, `torch.overrides`, `numpy.f2py`, ...), "
              "refused on any object so that a module held as a plain value cannot reach it" for name in (
         "package", "hub", "jit", "serialization", "library", "onnx", "fx", "distributed", "profiler", "testing",
-        "backends", "xpu", "overrides", "ctypeslib", "f2py", "distutils",
+        "backends", "xpu", "overrides", "compiler", "ctypeslib", "f2py", "distutils",
     )},
     "find_spec": "imports any module by name (`importlib.util.find_spec`, re-exported; its loader loads it)",
     "ThreadpoolController": "loads and calls native libraries (threadpoolctl, through ctypes)",
@@ -187,6 +190,15 @@ PASSIVE_DECORATORS: frozenset[str] = frozenset({
 #: values per name, and paths of at most this many dots. Beyond that the alias is a ``module-alias``.
 MAX_ALIAS_BINDINGS = 32
 MAX_ALIAS_DEPTH = 12
+
+#: The audit runs in the trusted judge, so its work is bounded whatever the file: alias assignments are
+#: propagated at most this many times in all (the rest are ``module-alias``), it stops checking after
+#: this many violations (the file is refused anyway; the report says so), and a source line is quoted
+#: in a violation up to this many characters.
+MAX_ALIAS_STEPS = 2_000
+MAX_AST_NODES = 50_000  # syntax nodes the audit reads; the baseline example has 1,416, the optimized 3,869
+MAX_VIOLATIONS = 100
+MAX_QUOTED_CHARS = 200
 
 #: Dunder names a module or class may define (stores only; reading any dunder name is a violation).
 ALLOWED_DUNDER_STORES: frozenset[str] = frozenset({"__all__", "__slots__", "__version__", "__author__"})

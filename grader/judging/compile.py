@@ -25,6 +25,7 @@ SUBMISSION_NAME = "submission.py"
 # the child itself: runpy runs it as __main__, from its source).
 WARM_MODULES = ("argparse", "json", "numpy", "torch", "kdt", "judger.grading", "judger.tasks",
                 "kdt.simulator.launch", "grader.judging.audithook")
+MAX_MESSAGE_CHARS = 20_000  # of a point's message (what the child reports, the audit's report)
 # What the child may claim for a test point: only what a contestant may claim.
 _VERDICTS_FROM_CHILD = ("CE",)
 # A result line is parsed (json.loads, in this trusted process) only if it can hold an IR the loader
@@ -131,7 +132,7 @@ def _point(record):
             "verdict", "message"} or error["verdict"] not in _VERDICTS_FROM_CHILD or not isinstance(
             error["message"], str):
         raise ValueError("malformed test point record")
-    return Failure(error["verdict"], error["message"][:20000])
+    return Failure(error["verdict"], error["message"][:MAX_MESSAGE_CHARS])
 
 
 def _events(raw):

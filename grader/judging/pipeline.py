@@ -25,7 +25,7 @@ from judger.verdicts import PointResult, Verdict
 
 from . import trace_record as traces
 from .audit import audit_source
-from .compile import Failure, compile_submission
+from .compile import MAX_MESSAGE_CHARS, Failure, compile_submission
 from .pyparse import check_syntax, source_encoding
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
@@ -74,7 +74,7 @@ def prepare(source: bytes, points, settings: Settings) -> dict:
     t0 = time.perf_counter()
     report = audit_source(source.decode("utf-8-sig", "replace"), "submission.py")
     if not report.ok:
-        message = "security violation: the static audit refused the file\n" + report.format()
+        message = ("security violation: the static audit refused the file\n" + report.format())[:MAX_MESSAGE_CHARS]
         return {p: _failure("SV", message, time.perf_counter() - t0) for p in points}
     outcome = compile_submission(source, list(points), settings.sandbox_limits)
     compile_s = time.perf_counter() - t0

@@ -27,6 +27,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
+from urllib.parse import unquote
 
 import uvicorn
 from setproctitle import setproctitle
@@ -59,7 +60,9 @@ class QueryRedacted(logging.Filter):
         args = record.args
         if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
             path = args[2].split("?", 1)[0] + "?…" if "?" in args[2] else args[2]
-            record.args = (*args[:2], TOKEN_SHAPED.sub(TOKEN_PREFIX + "…", path), *args[3:])
+            if TOKEN_SHAPED.search(unquote(path)):  # %-encoded too (`kdt%5F...`): the decoded path, redacted
+                path = TOKEN_SHAPED.sub(TOKEN_PREFIX + "…", unquote(path))
+            record.args = (*args[:2], path, *args[3:])
         return True
 
 

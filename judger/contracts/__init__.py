@@ -8,7 +8,7 @@ One directory per task, `task<N>_<op>/`, holding
                            and `check --kernel submissions/examples/optimized.py --task N`;
 - `DESIGN.md`              §0: the module table, why not fewer modules, the reduction-axis capacity
                            conclusion and a module-level dataflow sketch.
-The method and the commands: docs/design-contracts.md. `tests/grader/test_design_contracts.py` runs
+The method and the commands: docs/design-contracts.md. `tests/grader/design/test_design_contracts.py` runs
 validate, verify and check on all four (that is how CI runs them).
 
 This package imports nothing heavy; the golden modules import torch and `judger.tasks`.

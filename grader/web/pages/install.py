@@ -42,12 +42,12 @@ def wants_page(request: Request) -> bool:
 
 
 def refusal_page(request: Request, status: int, message: str) -> Response | None:
-    """The error page of a body the HTTP limits refused (413 too large, 408 too slow) for a browser
-    asking for a page; None for anyone else (they get JSON). No account is looked up: nothing of the
-    request has been read."""
+    """The error page of a body the HTTP limits refused (413 too large, 408 too slow, 400 or 411 framing)
+    for a browser asking for a page; None for anyone else (they get JSON). No account is looked up: nothing
+    of the request has been read."""
     if not wants_page(request):
         return None
-    heading = "Too large" if status == 413 else "Too slow"
+    heading = {413: "Too large", 408: "Too slow"}.get(status, "Bad request")
     return render(request, "error.html", status, account=None, headers=dict(PAGE_HEADERS), code=status,
                   heading=heading, message=message[0].upper() + message[1:] + ".")
 

@@ -1,0 +1,209 @@
+"""Warm starts of contained sandbox runs (``grader.judging.warm``, issue 24): a run forked from the judge
+process's template enters the same sandbox as a cold start (the probe below reports the same facts), a
+compile gives the same kernels, a template that dies is replaced, one that cannot import is the judge's
+fault (``IE``, retried), and a template dies with its judge. Contained runs need root (CI runs as root)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.config import SandboxLimits, load_settings
+from grader.judging import warm
+from grader.judging.compile import WARM_MODULES, compile_submission
+from grader.judging.sandbox import containment, run_sandboxed
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="contained runs need root (CI runs as root)")
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "submissions" / "examples"
+LIMITS = SandboxLimits(cpu_seconds=20, wall_seconds=60)
+# What a sandboxed process can see of its world, as JSON (run the same way cold and warm).
+PROBE = textwrap.dedent("""
+    import json, os, resource, signal, socket, sys
+    def listing(path):
+        try:
+            return sorted(os.listdir(path))
+        except OSError as exc:
+            return type(exc).__name__
+    def writable(path):
+        try:
+            open(os.path.join(path, "x"), "w").close()
+            return True
+        except OSError:
+            return False
+    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines())
+    facts = {
+        "pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid() >= 61000, "gid": os.getgid() >= 61000,
+        "groups": os.getgroups(), "env": sorted(os.environ), "procs": listing("/proc").count("1"),
+        "pids": sorted(p for p in listing("/proc") if p.isdigit()),
+        "tmp": listing("/tmp"), "run": listing("/run"), "sys": listing("/sys"), "shm": listing("/dev/shm"),
+        "write_tmp": writable("/tmp"), "write_cwd": writable("."), "write_home": writable(os.environ["HOME"]),
+        "cwd": listing("."), "net": sorted(n for _, n in socket.if_nameindex()),
+        "no_new_privs": status["NoNewPrivs"].strip(), "seccomp": status["Seccomp"].strip(),
+        "cap_eff": status["CapEff"].strip(), "dumpable": __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0),
+        "rlimits": [resource.getrlimit(r) for r in (resource.RLIMIT_AS, resource.RLIMIT_CPU,
+                                                    resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC,
+                                                    resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)],
+        "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
+        "sigint": str(signal.getsignal(signal.SIGINT)), "sigchld": str(signal.getsignal(signal.SIGCHLD)),
+        "sid_is_pid": os.getsid(0) == os.getpgid(0), "nice": os.nice(0), "hostname": socket.gethostname(),
+        "mounts": sorted(l.split()[4] for l in open("/proc/self/mountinfo")),
+        "argv": sys.argv[1:-1], "flags": [sys.flags.isolated, sys.flags.ignore_environment],
+    }
+    os.write(int(sys.argv[-1]), json.dumps(facts).encode())
+""")
+
+
+@pytest.fixture(autouse=True)
+def fresh_templates():
+    """Each test starts without templates in this process and leaves none behind."""
+    warm.stop_all()
+    yield
+    warm.stop_all()
+
+
+def probe(modules: tuple) -> dict:
+    run = run_sandboxed(("script", "probe.py"), ["--flag"], {"probe.py": PROBE.encode()}, LIMITS, warm=modules)
+    assert run.ok and run.contained, (run.status, run.stderr[-2000:])
+    return json.loads(run.result)
+
+
+def test_a_warm_run_sees_exactly_the_world_of_a_cold_one():
+    assert containment().complete, containment().describe()
+    os.environ["KDT_GRADE_DATABASE_URL"] = "postgresql://secret@db/prod"  # the judge's secret, in its env
+    try:
+        cold, warm_facts = probe(()), probe(("json", "numpy"))
+    finally:
+        del os.environ["KDT_GRADE_DATABASE_URL"]
+    assert warm_facts == cold
+    assert cold["pid"] == 2 and cold["ppid"] == 1 and cold["pids"] == ["1", "2"]  # its own PID namespace
+    assert "KDT_GRADE_DATABASE_URL" not in cold["env"] and cold["net"] == ["lo"] and cold["tmp"] == []
+    assert cold["cap_eff"] == "0000000000000000" and cold["no_new_privs"] == "1" and cold["seccomp"] == "2"
+    assert not cold["write_tmp"] and not cold["write_cwd"] and cold["write_home"]
+    assert len(warm.status()) == 1 and "1 run(s)" in warm.status()[0]
+
+
+def test_warm_compiles_give_the_kernels_of_cold_ones_and_share_one_template():
+    points = [(t, p) for t in (1, 2, 3, 4) for p in range(2 if t > 1 else 1)]
+    for name in ("optimized.py", "baseline.py"):
+        source = (EXAMPLES / name).read_bytes()
+        cold = compile_submission(source, points, SandboxLimits(warm=False))
+        hot = compile_submission(source, points, SandboxLimits(warm=True))
+        assert cold.run.ok and hot.run.ok, (cold.run.stderr[-1000:], hot.run.stderr[-1000:])
+        assert hot.run.stderr == cold.run.stderr == b""
+        for point in points:
+            assert hot.kernels[point].to_dict() == cold.kernels[point].to_dict(), (name, point)
+        assert hot.events == cold.events
+    (line,) = warm.status()
+    assert "2 run(s)" in line and ", ".join(WARM_MODULES) in line
+
+
+def test_a_template_that_died_is_replaced_and_the_run_still_happens():
+    source = (EXAMPLES / "optimized.py").read_bytes()
+    assert compile_submission(source, [(1, 0)], SandboxLimits()).run.ok
+    (template,) = warm._TEMPLATES.values()
+    os.kill(template.pid, signal.SIGKILL)
+    template.proc.wait(timeout=10)
+    again = compile_submission(source, [(1, 0)], SandboxLimits())
+    assert again.run.ok and type(again.kernels[(1, 0)]).__name__ == "CompiledKernel"
+    (replacement,) = warm._TEMPLATES.values()
+    assert replacement.pid != template.pid and replacement.alive()
+
+
+def test_a_template_that_cannot_import_is_the_judges_fault_never_the_contestants():
+    run = run_sandboxed(("script", "probe.py"), [], {"probe.py": PROBE.encode()}, LIMITS,
+                        warm=("json", "no_such_module_of_the_judge"))
+    assert run.status == "unavailable" and not run.ok
+    assert b"could not import the judge's modules" in run.stderr and b"no_such_module_of_the_judge" in run.stderr
+    # through the compile: IE, retried (pipeline.judge_fault), never CE
+    from grader.judging import compile as compiling
+    original = compiling.WARM_MODULES
+    compiling.WARM_MODULES = original + ("no_such_module_of_the_judge",)
+    try:
+        outcome = compile_submission((EXAMPLES / "optimized.py").read_bytes(), [(1, 0)], SandboxLimits())
+    finally:
+        compiling.WARM_MODULES = original
+    failure = outcome.kernels[(1, 0)]
+    assert failure.verdict == "IE" and failure.retry and "not your fault" in failure.message
+
+
+JUDGE = """
+import sys, time
+from grader.config import SandboxLimits
+from grader.judging import warm
+from grader.judging.sandbox import run_sandboxed
+run = run_sandboxed(("script", "c.py"), [], {"c.py": b"print(1)"}, SandboxLimits(), warm=("json",))
+(template,) = warm._TEMPLATES.values()
+print(run.ok, template.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_template_dies_with_its_judge():
+    judge = subprocess.Popen([sys.executable, "-c", JUDGE], stdout=subprocess.PIPE, text=True)
+    try:
+        ok, pid = judge.stdout.readline().split()
+        assert ok == "True" and Path(f"/proc/{pid}").exists()
+    finally:
+        judge.kill()
+        judge.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), "the template outlived its judge"
+
+
+def test_the_settings_switch_warm_compiles_off():
+    assert load_settings().sandbox_limits.warm is True
+    assert load_settings(compile_warm=False).sandbox_limits.warm is False
+
+
+def test_a_template_outlives_the_thread_that_started_it():
+    """A parent-death signal follows the *thread* that forked: a template started by a compile thread
+    that then ended used to be killed with its runs (attacker review). It now ends only with its judge
+    process's socket."""
+    import threading
+
+    first = {}
+    thread = threading.Thread(target=lambda: first.update(run=probe(("json",))))
+    thread.start()
+    thread.join()
+    (template,) = warm._TEMPLATES.values()
+    time.sleep(0.5)
+    assert template.alive() and first["run"]["pid"] == 2
+    probe(("json",))
+    assert list(warm._TEMPLATES.values()) == [template] and "2 run(s)" in warm.status()[0]
+
+
+def test_a_run_whose_template_dies_under_it_is_the_judges_fault():
+    """The template's end takes its runs along (their parent-death signal): such a run is ``unavailable``
+    (the compile: IE, retried), never a crash of the contestant's code."""
+    import threading
+
+    probe(("json",))  # the template is up
+    (template,) = warm._TEMPLATES.values()
+    timer = threading.Timer(1.5, lambda: os.kill(template.pid, signal.SIGKILL))
+    timer.start()
+    try:
+        run = run_sandboxed(("script", "s.py"), [], {"s.py": b"import time\ntime.sleep(20)\n"}, LIMITS,
+                            warm=("json",))
+    finally:
+        timer.cancel()
+    assert run.status == "unavailable" and b"the warm template died during the run" in run.stderr
+    after = probe(("json",))  # the next run gets a new template
+    assert after["pid"] == 2 and list(warm._TEMPLATES.values())[0].pid != template.pid
+
+
+def test_a_forked_judge_process_forgets_its_parents_templates():
+    probe(("json",))
+    (template,) = warm._TEMPLATES.values()
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if not warm._TEMPLATES and not warm._LOCK.locked() and template.sock.fileno() == -1 else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and template.alive() and template.sock.fileno() != -1
