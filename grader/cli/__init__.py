@@ -3,7 +3,7 @@
 Each command is imported only when it runs (a contestant's `kdt-grade submit` to a server must not import
 torch or the simulator), from ``COMMANDS``:
 
-- contestants: `login`, `submit`, `status`, `submissions`, `leaderboard`, `version` (``contestant``: over
+- contestants: `login`, `submit`, `status`, `submissions`, `leaderboard`, `rules`, `version` (``contestant``: over
   HTTP with a server configured, else ``local``), `local` (``local``), `audit` (``audit``);
 - clarifications and announcements: `ask`, `clarifications`, `announcements` (``messages``: over
   HTTP only);
@@ -23,6 +23,7 @@ COMMANDS = {
     "submissions": "grader.cli.contestant:submissions",
     "leaderboard": "grader.cli.contestant:leaderboard",
     "version": "grader.cli.contestant:version",
+    "rules": "grader.cli.contestant:rules",
     "ask": "grader.cli.messages:ask",
     "clarifications": "grader.cli.messages:clarifications",
     "announcements": "grader.cli.messages:announcements",

@@ -1,4 +1,5 @@
-"""The contestant's commands: ``login``, ``submit``, ``status``, ``submissions``, ``leaderboard``, ``version``.
+"""The contestant's commands: ``login``, ``submit``, ``status``, ``submissions``, ``leaderboard``, ``rules``,
+``version``.
 
 With a server configured (``kdt-grade login``, or ``KDT_GRADE_SERVER``/``KDT_GRADE_TOKEN``) they talk to it
 over HTTP (``grader.client.http``) and print what the local commands print; without one they run locally
@@ -18,8 +19,8 @@ from rich.markup import escape
 from grader.client.http import Client, ClientError
 from grader.client.login import ClientConfig, config_path, load_config, normalise_server, save_config
 
-from .output import (dump_json, err, out, points_progress, print_leaderboard, progress_updater, show_result,
-                     show_submitted, submissions_table)
+from .output import (dump_json, err, out, points_progress, print_leaderboard, print_rules, progress_updater,
+                     show_result, show_submitted, submissions_table)
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -195,6 +196,30 @@ def leaderboard(as_json: bool, as_csv: bool) -> None:
 
 
 @click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the document of GET /api/v1/rules).")
+def rules(as_json: bool) -> None:
+    """How a test point's score follows from its cycles, the totals and the ranking, every task and test
+    point with its threshold, and the contest's times and submission limits.
+
+    From the server when one is configured (no token needed), else from this installation."""
+    config = _server()
+    if config is None:
+        from .local import rules_local
+
+        doc = rules_local()
+    else:
+        with Client(config) as client:  # public: no token needed
+            try:
+                doc = client.rules()
+            except ClientError as exc:
+                _fail(exc)
+    if as_json:
+        dump_json(doc)
+    else:
+        print_rules(doc)
+
+
+@click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def version(as_json: bool) -> None:
     """This grader's version and the hash of its judging code (kdt/, judger/), and the server's if one is
@@ -223,4 +248,4 @@ def version(as_json: bool) -> None:
                   "[yellow]different judging code: update your copy to grade locally as the server does[/yellow]")
 
 
-__all__ = ["config_path", "leaderboard", "login", "status", "submissions", "submit", "version"]
+__all__ = ["config_path", "leaderboard", "login", "rules", "status", "submissions", "submit", "version"]

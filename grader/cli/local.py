@@ -1,5 +1,5 @@
 """The local ``kdt-grade`` commands: ``local``, and the local (no server) side of ``submit``,
-``status``, ``submissions``, ``leaderboard``, which ``grader.cli.contestant`` calls when no server is configured.
+``status``, ``submissions``, ``leaderboard``, ``rules``, which ``grader.cli.contestant`` calls when no server is configured.
 
 Thin: each parses options, calls ``grader.service.Service`` (or ``grader.judging.pipeline`` for ``local``) and
 renders plain data with ``grader.cli.output``. Configuration comes from ``KDT_GRADE_*`` (``grader.config``).
@@ -12,7 +12,7 @@ import click
 from grader.config import load_settings
 from grader.judging import pipeline
 from grader.runtime.pool import InterruptLatch, open_pool
-from grader.service import Service
+from grader.service import Service, rules_text
 from judger.tasks import TASK_IDS
 
 from .output import (dump_json, err, out, points_progress, print_explanations, print_leaderboard, progress_updater,
@@ -105,6 +105,17 @@ def leaderboard_local(as_json: bool, as_csv: bool) -> None:
     print_leaderboard(rows, as_json, as_csv)
 
 
+def _with_cycles_needed(point: dict) -> dict:
+    """A ``PointResult`` dict with the cycles it needs for 100 and for 10 points more (as ``status``)."""
+    return {**point, **rules_text.cycles_needed(point["task"], point["point"], point["verdict"], point["score"])}
+
+
+def rules_local() -> dict:
+    """``kdt-grade rules`` of this installation: its judger's tasks and the local database's contest rules."""
+    with Service() as service:
+        return rules_text.contestant_rules(service)
+
+
 def submissions_local(user: str, as_json: bool) -> None:
     """``kdt-grade submissions``: one user's submissions in the local database, oldest first."""
     with Service() as service:
@@ -144,7 +155,8 @@ def local(file: Path, task_id: str | None, as_json: bool, explain: bool) -> None
     from judger.grading import summarize  # imports torch: only `local` needs it here
 
     summary = summarize(results)
-    report = {"file": file.name, "points": [r.to_dict() for r in results], "tasks": summary["tasks"],
+    points = [_with_cycles_needed(r.to_dict()) for r in results]
+    report = {"file": file.name, "points": points, "tasks": summary["tasks"],
               "total": summary["total"]}
     if explain:
         report["explain"] = explanations

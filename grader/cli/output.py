@@ -75,26 +75,32 @@ def _verdict(verdict, state="done") -> str:
     return f"[{_VERDICT_STYLE.get(verdict, 'white')}]{safe(verdict)}[/]"
 
 
+def _cycles(value) -> str:
+    return "-" if value is None else str(value)
+
+
 def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
     """The per-test-point table plus task scores and the total. ``points``: dicts with ``task, point,
-    verdict, cycles, score, utilisation, message`` (and optionally ``state``); ``tasks``: ``{id: {"name",
-    "weight", "score"}}``."""
+    verdict, cycles, score, utilisation, message`` and ``cycles_for_100`` (the threshold),
+    ``cycles_for_plus_10`` (None unless AC below 100; ``grader.service.rules_text.cycles_needed``), and
+    optionally ``state``; ``tasks``: ``{id: {"name", "weight", "score"}}``."""
     table = Table(title=safe(title), title_justify="left")
     for name, justify in (("task", "right"), ("point", "right"), ("verdict", "left"), ("cycles", "right"),
-                          ("MXM", "right"), ("score", "right"), ("message", "left")):
+                          ("MXM", "right"), ("score", "right"), ("for 100", "right"), ("for +10", "right"),
+                          ("message", "left")):
         table.add_column(name, justify=justify, overflow="fold" if name == "message" else "ellipsis")
     for p in points:
         util = p.get("utilisation")
         first = (p.get("message") or "").strip().splitlines()
         table.add_row(str(p["task"]), str(p["point"]), _verdict(p.get("verdict"), p.get("state", "done")),
-                      "-" if p.get("cycles") is None else str(p["cycles"]),
-                      "-" if util is None else f"{100 * util:.1f}%", _num(p.get("score")),
+                      _cycles(p.get("cycles")), "-" if util is None else f"{100 * util:.1f}%", _num(p.get("score")),
+                      _cycles(p.get("cycles_for_100")), _cycles(p.get("cycles_for_plus_10")),
                       safe(first[0][:100]) if first else "")
     table.add_section()
     for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
-        table.add_row(str(task_id), "", "", "", "", f"{_num(t['score'])} / {t['weight']}", safe(t["name"]))
+        table.add_row(str(task_id), "", "", "", "", f"{_num(t['score'])} / {t['weight']}", "", "", safe(t["name"]))
     weight = sum(t["weight"] for t in tasks.values())
-    table.add_row("", "", "", "", "", f"[bold]{_num(total)} / {weight:.1f}[/bold]", "[bold]total[/bold]")
+    table.add_row("", "", "", "", "", f"[bold]{_num(total)} / {weight:.1f}[/bold]", "", "", "[bold]total[/bold]")
     return table
 
 
@@ -170,6 +176,46 @@ def print_leaderboard(rows: list[dict], as_json: bool, as_csv: bool, tasks: dict
         sys.stdout.write(csv_text(rows, LEADERBOARD_COLUMNS))
     else:
         out.print(leaderboard_table(rows, tasks=tasks))
+
+
+def rules_points_table(doc: dict) -> Table:
+    """Every task's test points of a rules document (``GET /api/v1/rules``): sizes, the threshold (the
+    cycles for 100) and the cycles for each of its ``score_levels`` (only the task names wrap)."""
+    table = Table(title="Tasks and test points (cycles: the most that still score at least the column's score)",
+                  title_justify="left")
+    for name in ("task", "name", "weight", "point", "sizes", "T = for 100",
+                 *(f"for {level}" for level in doc["score_levels"])):
+        table.add_column(name, justify="left" if name in ("name", "sizes") else "right", no_wrap=name != "name")
+    for t in doc["tasks"]:
+        for p in t["points"]:
+            first = p["index"] == t["points"][0]["index"]
+            sizes = " ".join(f"{key}={value}" for key, value in p["args"].items())
+            table.add_row(str(t["id"]) if first else "", safe(t["name"]) if first else "",
+                          str(t["weight"]) if first else "", str(p["index"]), safe(sizes), str(p["threshold"]),
+                          *(str(p["cycles_for"][str(level)]) for level in doc["score_levels"]))
+    return table
+
+
+def print_rules(doc: dict) -> None:
+    """What ``kdt-grade rules`` prints of a rules document: the scoring, a worked example, the ranking,
+    the tasks' test points and the contest's times and limits (every text through ``safe``)."""
+    scoring = doc["scoring"]
+    name = doc["contest"].get("name")
+    out.print(f"[bold]Rules{' of ' + safe(name) if name else ''}[/bold]\n")
+    out.print(f"[bold]A test point:[/bold] {safe(doc['formula'])}")
+    for key in ("point", "task", "total"):
+        out.print(safe(scoring[key]))
+    out.print(f"\n[bold]Example:[/bold] {safe(doc['example']['text'])}")
+    out.print("\n[bold]Leaderboard:[/bold]")
+    for key in ("leaderboard", "ties", "freeze"):
+        out.print(safe(scoring[key]))
+    out.print(f"\n{safe(scoring['thresholds'])}\n")
+    out.print(rules_points_table(doc))
+    out.print()
+    limits = Table(title="Contest times and submission limits", title_justify="left", show_header=False)
+    for line in doc["lines"]:
+        limits.add_row(safe(line["label"]), safe(line["text"]))
+    out.print(limits)
 
 
 def submissions_table(rows: list[dict], title="Submissions") -> Table:

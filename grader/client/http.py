@@ -92,6 +92,11 @@ class Client:
         """``GET /leaderboard``: ``{"frozen", "freeze_at", "tasks", "rows"}``."""
         return self._request("GET", "/leaderboard").json()
 
+    def rules(self) -> dict:
+        """``GET /rules``: the scoring, the ranking, every test point's threshold, the times and limits
+        (``grader.service.rules_text.contestant_rules``; no token needed)."""
+        return self._request("GET", "/rules").json()
+
     # ---- contest communication ----------------------------------------------------------------------
     def ask(self, text: str, task: int | None = None) -> dict:
         """``POST /clarifications``: the stored question."""

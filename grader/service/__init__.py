@@ -5,7 +5,8 @@ each: ``database`` (sessions, schema), ``intake``, ``compiling``, ``steps`` and 
 steps), ``next_point`` (which point a free worker judges: fair across users),
 ``embedded`` (grading in this process), ``scheduling`` (where a committed submission goes), ``rejudge``,
 ``healing`` (manual sweeps), ``queries`` (status, tables, the admin queue, traces), ``rows`` (rows as
-JSON), ``accounts``, ``contest`` (the rules), ``messages`` (clarifications and announcements),
+JSON), ``accounts``, ``contest`` (the rules), ``rules_text`` (the rules as a contestant reads them:
+scoring, thresholds, limits; the cycles a point needs), ``messages`` (clarifications and announcements),
 ``visibility`` (who sees what), ``login_sessions`` (the pages' server-side sessions), ``doctor`` (checks
 of a deployment).
 """

@@ -22,6 +22,7 @@ from judger.tasks import POINTS_PER_TASK, TASKS, get_point, get_task
 
 from .database import Database
 from .rows import iso, plain, plain_rows
+from .rules_text import cycles_needed
 
 if TYPE_CHECKING:
     from .facade import Service
@@ -31,7 +32,8 @@ WORKERS_WINDOW = timedelta(hours=1)  # a worker is "seen" when it claimed or fin
 
 def status(service: Database, submission_id: int) -> dict:
     """Everything about one submission: the submission, its derived status, one entry per test point
-    (``state`` queued / running / done) and the stored totals, all read from one snapshot: the status
+    (``state`` queued / running / done, with the cycles it needs for 100 and for 10 more points:
+``rules_text.cycles_needed``) and the stored totals, all read from one snapshot: the status
     and the scores always agree, even while the totals are being written."""
     with service.read_session() as session:
         sub = db.get_submission(session, submission_id)
@@ -66,6 +68,7 @@ def _point_entry(task: int, point: int, row: dict | None) -> dict:
         "message": row.get("message") or "", "attempts": row.get("attempts", 0), "worker": row.get("worker"),
         "started_at": iso(row.get("started_at")), "finished_at": iso(row.get("finished_at")),
         "wall_seconds": row.get("wall_seconds"),
+        **cycles_needed(task, point, row.get("verdict") if state == "done" else None, row.get("score")),
     }
 
 

@@ -1,4 +1,5 @@
-"""The public API (``/api/v1``, no token needed): the leaderboard and the contest's rules and clock.
+"""The public API (``/api/v1``, no token needed): the leaderboard, the contest's rules and clock, and the
+rules as a contestant reads them (``/rules``: scoring, thresholds, limits).
 
 With a token, ``/contest`` also tells the caller their remaining allowance.
 """
@@ -8,14 +9,14 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Request
 
-from grader.service import contest
+from grader.service import contest, rules_text
 from grader.service.accounts import Account
 from grader.version import grader_version
 from grader.web.http.auth import OPTIONAL_SECURITY, optional_account
 from grader.web.http.error_responses import error_responses
 from judger.tasks import TASKS
 
-from .schemas import Contest, Leaderboard
+from .schemas import Contest, ContestantRules, Leaderboard
 
 router = APIRouter(prefix="/api/v1", tags=["public"])
 
@@ -51,3 +52,10 @@ def contest_info(request: Request, account: Account | None = Depends(optional_ac
         "allowance": contest.allowance(service, account.id, now) if account else None,
         "server_time": now.isoformat(), "grader": grader_version(),
     }
+
+
+@router.get("/rules", response_model=ContestantRules, responses=error_responses(503))
+def rules(request: Request) -> dict:
+    """How a point's score follows from its cycles, the task scores, the total and the ranking; every task
+    and test point with its threshold; the contest's times and submission limits (null: no limit)."""
+    return rules_text.contestant_rules(request.app.state.service)

@@ -33,6 +33,9 @@ class Point(BaseModel):
     started_at: str | None
     finished_at: str | None
     wall_seconds: float | None
+    cycles_for_100: int = Field(description="the point's threshold: at most this many cycles score 100")
+    cycles_for_plus_10: int | None = Field(
+        description="the most cycles that score 10 points more than now (100 at most); null unless AC below 100")
 
 
 class TaskScore(BaseModel):
@@ -133,6 +136,75 @@ class Contest(BaseModel):
     allowance: Allowance | None = Field(description="the caller's remaining allowance (with a token)")
     server_time: str
     grader: GraderVersion
+
+
+class RuleLine(BaseModel):
+    key: str = Field(description="the contest setting it tells (`starts_at`, `max_per_hour`, ...)")
+    label: str
+    text: str = Field(description="its value in words; `no limit` when unset")
+
+
+class RulesContest(BaseModel):
+    name: str | None
+    starts_at: str | None
+    ends_at: str | None
+    freeze_at: str | None
+    frozen: bool
+    limits: Limits
+
+
+class RulesExample(BaseModel):
+    """A point with threshold `threshold` run at `cycles` (= `ratio` * threshold) scores `score`."""
+
+    task: int
+    point: int
+    threshold: int
+    cycles: int
+    ratio: float
+    score: float
+    text: str
+
+
+class RulesPoint(BaseModel):
+    index: int
+    args: dict[str, int] = Field(description="the point's task_args, e.g. {\"N\": 16384}")
+    args_text: str
+    threshold: int = Field(description="T in cycles: at most T scores 100")
+    cycles_for: dict[str, int] = Field(description="score -> the most cycles that score at least it")
+
+
+class RulesTask(BaseModel):
+    id: int
+    name: str
+    weight: int
+    num_sms: int
+    load_store_latency: int
+    spm_size: int = Field(description="bytes")
+    points: list[RulesPoint]
+
+
+class RulesScoring(BaseModel):
+    point: str
+    task: str
+    total: str
+    leaderboard: str
+    ties: str
+    freeze: str
+    thresholds: str
+
+
+class ContestantRules(BaseModel):
+    """The rules as a contestant reads them (`grader.service.rules_text.contestant_rules`): the scoring,
+    the ranking, every task and test point with its threshold, the contest's times and limits."""
+
+    contest: RulesContest
+    lines: list[RuleLine]
+    formula: str
+    scoring: RulesScoring
+    score_levels: list[int]
+    step: int
+    example: RulesExample
+    tasks: list[RulesTask]
 
 
 class Rules(BaseModel):

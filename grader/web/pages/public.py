@@ -2,6 +2,8 @@
 
 - ``/``: the contest banner and the public scoreboard; ``/scoreboard.json?since=VERSION`` its live update
   (304, or only the changed rows: ``scoreboard``), for ``static/live.js``;
+- ``/rules``: how a score follows from the cycles, the ranking, every test point's threshold, the
+  contest's times and limits (``grader.service.rules_text``, as ``GET /api/v1/rules``);
 - ``/login`` (paste the token -> a server-side session, its id in an HttpOnly, SameSite=Strict cookie:
   ``grader.web.http.cookie_session``), ``/logout`` (ends the session on the server).
 """
@@ -13,7 +15,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from grader.refusals import Forbidden, NotAuthenticated
-from grader.service import contest, login_sessions
+from grader.service import contest, login_sessions, rules_text
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import check_csrf, check_login_csrf, forget_login_csrf, login_csrf, remember_login_csrf
 
@@ -46,6 +48,14 @@ def scoreboard_update(request: Request, since: str | None = Query(None, max_leng
     if update is None:
         return Response(status_code=304, headers={"Cache-Control": "no-store"})
     return JSONResponse(update, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/rules")
+def rules_page(request: Request) -> Response:
+    """The rules: scoring, ranking, the tasks' thresholds, the contest's times and limits (public)."""
+    service = request.app.state.service
+    doc = rules_text.contestant_rules(service)
+    return page(request, "rules.html", rules=contest.get_rules(service), doc=views.rules_view(doc))
 
 
 @router.get("/pygments.css")

@@ -3,8 +3,8 @@ that turn the service's plain data into display strings, once, for the templates
 
 - ``render(request, template, status=200, **context)``: an HTML response with ``account``, ``csrf``, the
   contest's name and the server time in the context;
-- ``point_view``, ``submission_view``, ``submission_row``, ``banner_view``, ``allowance_view``: display
-  strings (cycles ``22,482``, scores ``37.30``, utilisation ``91.1%``, times ``2026-12-01 09:45:12 UTC``);
+- ``point_view``, ``submission_view``, ``submission_row``, ``banner_view``, ``allowance_view``,
+  ``rules_view``: display strings (cycles ``22,482``, scores ``37.30``, utilisation ``91.1%``, times ``2026-12-01 09:45:12 UTC``);
 - ``highlight(source)``: the source as Pygments HTML (line numbers), ``pygments_css()`` its stylesheet.
 
 Every value reaches HTML through autoescaping templates (or ``textContent`` in live.js); the only markup
@@ -27,7 +27,7 @@ from pygments.lexers import PythonLexer
 
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import csrf_for
-from judger.tasks import TASKS, get_point
+from judger.tasks import TASKS
 from judger.verdicts import VERDICTS, Verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -115,7 +115,8 @@ def point_view(submission_id: int, p: dict, frames: dict) -> dict:
     return {
         "task": p["task"], "point": p["point"], "state": p["state"], "verdict": verdict,
         "verdict_class": verdict, "verdict_title": _verdict_title(verdict),
-        "cycles": cycles_text(p["cycles"]), "threshold": cycles_text(get_point(p["task"], p["point"]).threshold),
+        "cycles": cycles_text(p["cycles"]), "for_100": cycles_text(p["cycles_for_100"]),
+        "for_plus_10": cycles_text(p["cycles_for_plus_10"]),
         "score": score_text(p["score"]) if done else "", "utilisation": util_text(p["utilisation"]),
         "message": p["message"] or "", "timeline": f"{base}/timeline.svg" if has_trace else None,
         "perfetto": f"{base}/perfetto.json" if has_trace else None, "height": height,
@@ -171,6 +172,20 @@ def allowance_view(allowance: dict, now: datetime) -> dict:
         next_at = datetime.fromtimestamp(now.timestamp() + wait, UTC)
         view.update(retry_text=duration_text(wait), next_at=next_at.isoformat(), next_text=time_text(next_at))
     return view
+
+
+def rules_view(doc: dict) -> dict:
+    """The rules document (``grader.service.rules_text.contestant_rules``) with its numbers as display
+    strings: thresholds and cycles with thousands separators, scores with two decimals, the SPM in KiB."""
+    example = doc["example"]
+    tasks = [{**t, "spm_text": f"{t['spm_size'] // 1024} KiB",
+              "points": [{**p, "threshold_text": cycles_text(p["threshold"]),
+                          "cycles_for_text": [cycles_text(p["cycles_for"][str(level)]) for level in doc["score_levels"]]}
+                         for p in t["points"]]}
+             for t in doc["tasks"]]
+    return {**doc, "tasks": tasks, "example": {**example, "score_text": score_text(example["score"]),
+                                               "threshold_text": cycles_text(example["threshold"]),
+                                               "cycles_text": cycles_text(example["cycles"])}}
 
 
 def limit_lines(rules) -> list[str]:

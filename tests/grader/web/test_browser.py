@@ -110,6 +110,10 @@ def test_contestant_day_in_the_browser(server, browser):
         assert row.locator('[data-f="verdict"]').inner_text() == p["verdict"] == "AC"
         assert row.locator('[data-f="cycles"]').inner_text() == f"{p['cycles']:,}"
         assert row.locator('[data-f="score"]').inner_text() == f"{p['score']:.2f}"
+        assert row.locator('[data-f="for_100"]').inner_text() == f"{p['cycles_for_100']:,}"  # filled by live.js
+        plus = p["cycles_for_plus_10"]
+        assert row.locator('[data-f="for_plus_10"]').inner_text() == ("" if plus is None else f"{plus:,}")
+    assert page.locator('#pt-1-1 [data-f="for_plus_10"]').inner_text() == "16,819"  # 21,248 cycles score 16.46
     page.screenshot(path=str(ARTIFACTS / "submission.png"), full_page=True)
 
     # the timeline of task 4 point 0: one bar per instruction of job 0, hover text from the trace; the
@@ -221,3 +225,30 @@ def test_a_question_answered_to_all_in_the_browser(server, browser):
     expect(public.locator(".answer .text")).to_have_text("Yes: the handout's threshold is right.")
     assert "alice" not in other.locator("main").inner_text().lower()
     other.screenshot(path=str(ARTIFACTS / "messages-published.png"), full_page=True)
+
+
+def test_the_rules_page_at_desktop_width(server, browser):
+    """From the scoreboard's header to /rules: the formula, the example, every threshold, the limits set."""
+    from datetime import UTC, datetime
+
+    from grader.service import contest
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    contest.set_rules(server.deployment.service, name="KDT 2026", starts_at=datetime(2026, 1, 1, 1, tzinfo=UTC),
+                      ends_at=datetime(2999, 1, 1, tzinfo=UTC), min_interval_seconds=60, max_per_hour=10,
+                      max_pending=2)
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.goto(f"{server.url}/")
+    page.locator("header nav a", has_text="Rules").click()
+    page.wait_for_url(f"{server.url}/rules")
+    assert page.locator("h1").inner_text() == "Rules"
+    assert page.locator(".formula").inner_text() == "score = 100 if cycles <= T, else 10 + 90 * (T / cycles) ** 4"
+    assert "= 10 + 90 / 1.25^4 = 46.86;" in page.locator("#rules-example").inner_text()
+    for task in get_task(1), get_task(4):
+        for point in task.points:
+            assert page.locator(f"#rule-{task.id}-{point.index} td.threshold").inner_text() == f"{point.threshold:,}"
+    limits = page.locator("#rules-limits")
+    assert limits.locator('tr[data-key="max_per_hour"] td').inner_text() == "10 at most"
+    assert limits.locator('tr[data-key="max_questions_per_hour"] td').inner_text() == "no limit"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # no sideways scrolling at desktop width
+    page.screenshot(path=str(ARTIFACTS / "rules.png"), full_page=True)

@@ -13,7 +13,9 @@ import httpx
 import pytest
 
 from grader.judging import trace_record as traces
+from grader.service.rules_text import cycles_needed
 from judger.grading import grade_point, kernel_for_task, load_submission
+from judger.scoring import point_score
 from judger.tasks import get_point, get_task
 from pages_testlib import VADD_ONLY as SMALL
 from pages_testlib import (Pages, csrf_of, server, shared_server, submit_page, wait_done,  # noqa: F401 (fixtures)
@@ -82,7 +84,19 @@ def test_submit_grade_and_read_the_results_page(server):
     for p in api["points"]:
         row = cells(page.text, f'id="pt-{p["task"]}-{p["point"]}"')
         assert row[:4] == [str(p["task"]), str(p["point"]), p["verdict"], f"{p['cycles']:,}" if p["cycles"] else ""]
-        assert row[4] == f"{get_point(p['task'], p['point']).threshold:,}" and row[5] == f"{p['score']:.2f}"
+        assert row[4] == f"{p['score']:.2f}" and row[5] == f"{get_point(p['task'], p['point']).threshold:,}"
+        assert p["cycles_for_100"] == get_point(p["task"], p["point"]).threshold
+        plus = cycles_needed(p["task"], p["point"], p["verdict"], p["score"])["cycles_for_plus_10"]
+        assert p["cycles_for_plus_10"] == plus and row[6] == ("" if plus is None else f"{plus:,}")
+    # task 1 point 1: 34,304 cycles score 10.95; 18,624 cycles would score 10 points more
+    assert (api["points"][1]["cycles"], api["points"][1]["cycles_for_plus_10"]) == (34304, 18624)
+    assert point_score(18624, 11000) >= api["points"][1]["score"] + 10 > point_score(18625, 11000)
+    assert cells(page.text, 'id="pt-1-1"')[3:7] == ["34,304", "10.95", "11,000", "18,624"]
+    assert cells(page.text, 'id="pt-1-0"')[5:7] == ["1,919,810", ""]  # 100 already: the threshold only
+    assert cells(page.text, 'id="pt-2-0"')[5:7] == ["23,272", ""]  # CE: the threshold only
+    assert [(p["for_100"], p["for_plus_10"]) for p in doc["points"][:3]] == [
+        ("1,919,810", ""), ("11,000", "18,624"), ("23,272", "")]  # the live document: what live.js fills in
+    assert '<th class="num" title="the threshold: at most this many cycles score 100">Cycles for 100</th>' in page.text
     assert "this file does not solve task 2 (get_kernel returned None)" in page.text
     assert f'<strong id="sub-total">{api["total"]:.2f}</strong>' in page.text
     assert '<span class="kn">import</span><span class="w"> </span><span class="nn">kdt</span>' in page.text  # Pygments

@@ -80,7 +80,7 @@ def test_client_commands_do_not_import_torch_or_the_simulator(make_deployment, s
     token = add_user(deployment, "alice")
     server = start_server(deployment)
     env = _client_env(tmp_path, KDT_GRADE_SERVER=server.url, KDT_GRADE_TOKEN=token)
-    for args in (["submissions"], ["leaderboard"], ["status", "1"], ["submit", "--help"], ["version"],
+    for args in (["submissions"], ["leaderboard"], ["rules"], ["status", "1"], ["submit", "--help"], ["version"],
                  ["clarifications"], ["announcements"]):
         proc = run_cli_importtime(args, env)
         modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}

@@ -52,7 +52,7 @@ def test_the_api_reference_page_lists_every_operation_and_loads_nothing_from_els
     assert "default-src 'self'" in response.headers["content-security-policy"]
     html = response.text
     operations = [(m.upper(), p) for p, item in document["paths"].items() for m in item]
-    assert len(operations) == 22
+    assert len(operations) == 23
     for method, path in operations:
         assert f"<b>{method}</b> {path}</code>" in html, (method, path)
     assert re.findall(r'(?:src|href)="(?!/)[^"]*"', html) == []  # only this server's own paths
@@ -61,6 +61,8 @@ def test_the_api_reference_page_lists_every_operation_and_loads_nothing_from_els
     assert "<td>token</td>" in row and "<code>429</code>" in row and "multipart/form-data" in row
     leaderboard = html.split("<b>GET</b> /api/v1/leaderboard</code>")[1].split("</tr>")[0]
     assert "<td>none</td>" in leaderboard
+    rules = html.split("<b>GET</b> /api/v1/rules</code>")[1].split("</tr>")[0]
+    assert "<td>none</td>" in rules and "ContestantRules" not in rules
     contest = html.split("<b>GET</b> /api/v1/contest</code>")[1].split("</tr>")[0]
     assert "<td>token (optional)</td>" in contest
     rejudge = html.split("<b>POST</b> /api/v1/admin/rejudge</code>")[1].split("</tr>")[0]

@@ -80,6 +80,8 @@ function setPoint(tr, p) {
   f("verdict").replaceChildren(verdict);
   f("cycles").textContent = p.cycles;
   f("score").textContent = p.score;
+  f("for_100").textContent = p.for_100;
+  f("for_plus_10").textContent = p.for_plus_10;
   f("utilisation").textContent = p.utilisation;
   if (p.message) {
     const pre = document.createElement("pre");
