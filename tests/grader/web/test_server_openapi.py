@@ -31,7 +31,7 @@ def test_contestant_and_public_operations_conform(make_deployment, start_server,
          "--max-examples", "50", "--no-color"],
         capture_output=True, text=True, cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    assert "Selected: 10/" in proc.stdout and "Tested: 10" in proc.stdout
+    assert "Selected: 11/" in proc.stdout and "Tested: 11" in proc.stdout
     assert " failed" not in proc.stdout.split("SUMMARY")[-1]
     assert token not in server.log()
 
