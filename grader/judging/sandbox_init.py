@@ -43,6 +43,10 @@ AUDIT_ARCH_X86_64, X32_SYSCALL_BIT = 0xC000003E, 0x40000000
 DENIED_X86_64 = (101, 155, 161, 165, 166, 246, 248, 249, 250, 272, 298, 303, 304, 308, 310, 311, 313, 175,
                  176, 320, 321, 323, 425, 426, 427, 428, 429, 430, 431, 432, 433, 442)
 SYS_CLONE, SYS_CLONE3 = 56, 435
+SYS_SOCKET = 41
+# Socket families a run may open: local, IP (only the run's own loopback exists) and netlink (scoped to
+# the run's network namespace); any other (vsock, which no network namespace covers, packet, ...) is EPERM.
+SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
 CLONE_NEW_ANY = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 EPERM, ENOSYS = 1, 38
 RET_ALLOW, RET_ERRNO, RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
@@ -57,12 +61,17 @@ class _SockFprog(ctypes.Structure):
 
 
 def seccomp_program():
-    """The filter as ``(code, jt, jf, k)`` classic-BPF instructions over ``struct seccomp_data``."""
+    """The filter as ``(code, jt, jf, k)`` classic-BPF instructions over ``struct seccomp_data``: the
+    ``DENIED_X86_64`` system calls, sockets outside ``SOCKET_FAMILIES`` and namespace-making clones are EPERM."""
     ld_w, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     prog = [(ld_w, 0, 0, 4), (jeq, 1, 0, AUDIT_ARCH_X86_64), (ret, 0, 0, RET_KILL_PROCESS),
             (ld_w, 0, 0, 0), (jge, 0, 1, X32_SYSCALL_BIT), (ret, 0, 0, RET_ERRNO | EPERM)]
     for nr in DENIED_X86_64:
         prog += [(jeq, 0, 1, nr), (ret, 0, 0, RET_ERRNO | EPERM)]
+    families = len(SOCKET_FAMILIES)
+    prog += [(jeq, 0, families + 3, SYS_SOCKET), (ld_w, 0, 0, 16)]  # socket(domain, ...): args[0]
+    prog += [(jeq, families - i, 0, family) for i, family in enumerate(SOCKET_FAMILIES)]
+    prog += [(ret, 0, 0, RET_ERRNO | EPERM), (ret, 0, 0, RET_ALLOW)]
     prog += [(jeq, 0, 1, SYS_CLONE3), (ret, 0, 0, RET_ERRNO | ENOSYS),
              (jeq, 0, 3, SYS_CLONE), (ld_w, 0, 0, 16), (jset, 0, 1, CLONE_NEW_ANY), (ret, 0, 0, RET_ERRNO | EPERM),
              (ret, 0, 0, RET_ALLOW)]

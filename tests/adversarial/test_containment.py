@@ -239,8 +239,8 @@ def test_busy_processes_together_hit_the_runs_cpu_limit():
 
 
 def test_no_new_privileges_no_ptrace_no_user_namespaces():
-    """The workload: no_new_privs, not dumpable; seccomp refuses user namespaces, ptrace and mounts with
-    EPERM while threads, fork and exec work (x86_64)."""
+    """The workload: no_new_privs, not dumpable; seccomp refuses user namespaces, ptrace, mounts and
+    sockets other than local, IP and netlink ones with EPERM while threads, fork and exec work (x86_64)."""
     if os.uname().machine != "x86_64":
         pytest.skip("the seccomp filter is x86_64 only")
     r = run("""
@@ -252,6 +252,13 @@ def test_no_new_privileges_no_ptrace_no_user_namespaces():
                  "mount": call(libc.mount, b"none", b"/tmp", b"tmpfs", 0, None),
                  "no_new_privs": libc.prctl(39, 0, 0, 0, 0), "dumpable": libc.prctl(3, 0, 0, 0, 0),
                  "unshare_cmd": subprocess.run(["unshare", "--user", "true"], capture_output=True).returncode}
+        import socket
+        for name, family in (("vsock", 40), ("packet", 17), ("inet", 2), ("unix", 1), ("inet6", 10)):
+            try:
+                socket.socket(family, socket.SOCK_STREAM if family != 17 else socket.SOCK_RAW).close()
+                facts[name] = "opened"
+            except OSError as e:
+                facts[name] = e.errno
         t = threading.Thread(target=lambda: None)
         t.start()
         t.join()
@@ -266,6 +273,10 @@ def test_no_new_privileges_no_ptrace_no_user_namespaces():
     assert facts["unshare_user"] == facts["ptrace_attach_init"] == facts["mount"] == [-1, 1]  # EPERM
     assert facts["no_new_privs"] == 1 and facts["dumpable"] == 0
     assert facts["unshare_cmd"] != 0 and facts["fork"] == 7
+    # attacker review: AF_VSOCK sockets worked (no network namespace covers vsock); now only the local, IP
+    # and netlink families open
+    assert (facts["vsock"], facts["packet"]) == (1, 1)  # EPERM from the filter
+    assert facts["inet"] == facts["unix"] == facts["inet6"] == "opened"
 
 
 def test_the_empty_group_of_a_judge_killed_mid_run_is_removed_by_the_next_run():
