@@ -23,3 +23,11 @@ def missing_dependency_message(exc: ModuleNotFoundError, program: str, run_as: s
     return (f"{program}: this Python ({sys.executable}) has no module {exc.name!r}; the judge needs torch and "
             f"the other dependencies: install them in the repository with `{INSTALL_COMMAND}`, then run "
             f"`{run_as}`")
+
+
+def exit_if_missing_dependency(exc: ModuleNotFoundError, program: str, run_as: str) -> None:
+    """For an entry point's ``except ModuleNotFoundError``: print ``missing_dependency_message`` on stderr
+    and exit with status 1 when a dependency is missing; return (for the caller to re-raise) otherwise."""
+    if is_missing_dependency(exc):
+        print(missing_dependency_message(exc, program, run_as), file=sys.stderr)
+        sys.exit(1)

@@ -43,13 +43,11 @@ try:
     from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S
     from judger.verdicts import PointResult, Verdict
 except ModuleNotFoundError as _missing:  # run by a Python without torch (or numpy, ...): one line, not a traceback
-    from judger.dependencies import is_missing_dependency, missing_dependency_message
+    from judger.dependencies import exit_if_missing_dependency
 
-    if __name__ != "__main__" or not is_missing_dependency(_missing):
-        raise
-    print(missing_dependency_message(_missing, "judger/judger.py",
-                                     ".venv/bin/python judger/judger.py --kernel-impl-path FILE"), file=sys.stderr)
-    sys.exit(1)
+    if __name__ == "__main__":
+        exit_if_missing_dependency(_missing, "judger/judger.py", ".venv/bin/python judger/judger.py --kernel-impl-path FILE")
+    raise
 
 PROFILED_JOBS = range(8)
 
