@@ -50,14 +50,14 @@ def test_contestant_commands_over_http_equal_local(make_deployment, start_server
     sid = state["id"]
 
     shown = run_cli(["status", sid], env).stdout
-    assert f"submission {sid}: optimized.py by alice (done)" in shown and "100.0 / 100.0" in shown
+    assert f"submission {sid}: optimized.py by alice (done)" in shown and "100.00 / 100" in shown
     assert json.loads(run_cli(["status", sid, "--json"], env).stdout) == state
     mine = json.loads(run_cli(["submissions", "--json"], env).stdout)
     assert [(r["submission_id"], r["status"], r["total"]) for r in mine] == [(sid, "done", 100.0)]
     board = json.loads(run_cli(["leaderboard", "--json"], env).stdout)
     assert [(r["rank"], r["user_name"], r["submission_id"], r["total"]) for r in board] == [(1, "alice", sid, 100.0)]
     table = run_cli(["leaderboard"], env).stdout
-    assert "T4 /40.0" in table and "alice" in table
+    assert "T4 /40" in table and "alice" in table
 
     missing = run_cli(["status", sid + 1], env, check=False)
     assert missing.returncode == 2 and f"refused: no submission {sid + 1} of yours" in missing.stderr
