@@ -4,7 +4,6 @@ handout's output format, a failing task not stopping the others), and its option
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -12,7 +11,7 @@ import pytest
 
 from judger.judger import main
 from judger.scoring import point_score
-from judger_testlib import ROOT, fixture_path
+from judger_testlib import ROOT, fixture_path, python_without_torch
 
 SCRIPT = ROOT / "judger" / "judger.py"
 
@@ -208,25 +207,10 @@ def test_one_task_json_counts_that_task_only(capsys):
     assert doc["total"] == doc["tasks"]["1"]["score"] == pytest.approx((100 + point_score(34304, 11000)) / 2 * 10 / 100)
 
 
-def _python_without_torch() -> str:
-    """The system ``python3`` (PATH without this virtual environment's bin), which has no torch."""
-    venv_bin = os.path.dirname(sys.executable)
-    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
-                           if d and os.path.abspath(d) != os.path.abspath(venv_bin))
-    python = shutil.which("python3", path=path)
-    assert python, "no python3 on PATH outside the virtual environment"
-    probe = subprocess.run([python, "-c", "import sys, importlib.util; print(sys.executable); "
-                                          "print(importlib.util.find_spec('torch') is None)"],
-                           capture_output=True, text=True, timeout=60)
-    executable, no_torch = probe.stdout.split()
-    assert no_torch == "True", f"{executable} has torch: this test needs a Python without it"
-    return executable
-
-
 @pytest.mark.parametrize("script", [("judger/judger.py", "--help"), ("-m", "judger.judger", "--help"),
                                     ("judger/judger.py", "--kernel-impl-path", "submissions/examples/baseline.py")])
 def test_a_python_without_torch_is_told_the_install_command_in_one_line(script):
-    python = _python_without_torch()
+    python = python_without_torch()
     proc = subprocess.run([python, *script], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")})
     assert proc.returncode == 1 and proc.stdout == ""

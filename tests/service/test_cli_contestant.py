@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ import pytest
 
 from grader.cli import COMMANDS, CONTESTANT_COMMANDS, ORGANISER_COMMANDS, main
 from service_testlib import ROOT, clean_env, run_cli
+from tests.judger.judger_testlib import python_without_torch
 
 VADD_ONLY = ROOT / "tests" / "judger" / "fixtures" / "vadd_only.py"  # solves task 1 only (5.55 of its 10)
 CONTESTANTS = ["submit", "status", "submissions", "source", "leaderboard", "local", "audit", "ask", "clarifications",
@@ -131,3 +133,16 @@ def test_submit_wait_exit_status_source_submissions_and_display_names_locally(tm
     assert written.stderr == f"wrote submission 2 to {target} ({len(VADD_ONLY.read_bytes())} bytes)\n"
     missing = run_cli(["source", 9], env, check=False)
     assert missing.returncode == 1 and missing.stderr == "Error: no submission with id 9 in the local database\n"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["local", "submissions/examples/baseline.py"], ["status", "1"]])
+def test_a_python_without_torch_is_told_the_install_command_in_one_line(args):
+    python = python_without_torch()
+    env = {k: v for k, v in clean_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = subprocess.run([python, "-m", "grader.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert re.fullmatch(
+        rf"kdt-grade: this Python \({re.escape(python)}\) has no module '[\w.]+'; the judge needs torch and the "
+        r"other dependencies: install them in the repository with `python3 -m venv .venv && \.venv/bin/pip "
+        r"install -q -e '\.\[test\]' torch==2\.13\.0`, then run `\.venv/bin/kdt-grade`\n", proc.stderr), proc.stderr
