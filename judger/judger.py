@@ -46,7 +46,8 @@ except ModuleNotFoundError as _missing:  # run by a Python without torch (or num
     from judger.dependencies import exit_if_missing_dependency
 
     if __name__ == "__main__":
-        exit_if_missing_dependency(_missing, "judger/judger.py", ".venv/bin/python judger/judger.py --kernel-impl-path FILE")
+        exit_if_missing_dependency(_missing, "judger/judger.py",
+                                   ".venv/bin/python judger/judger.py --kernel-impl-path FILE")
     raise
 
 PROFILED_JOBS = range(8)

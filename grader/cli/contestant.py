@@ -211,8 +211,9 @@ def submissions(user: str | None, as_json: bool) -> None:
 def source(submission_id: int, output: Path | None) -> None:
     """Download a submission's file (to stdout, or -o FILE).
 
-    Prints the file you submitted as SUBMISSION_ID exactly as it was stored. On a server only your own submissions (another id is refused as missing, exit status 2); without a
-    server, any submission of the local database (exit status 1 for a missing id)."""
+    Prints the file you submitted as SUBMISSION_ID exactly as it was stored. On a server only your own
+    submissions (another id is refused as missing, exit status 2); without a server, any submission of the
+    local database (exit status 1 for a missing id)."""
     config = _server()
     if config is None:
         from .local import source_local
