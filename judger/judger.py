@@ -4,8 +4,10 @@
                             [--jobs N]
 
 Prints, per task, ``Running tests for Task N...``, one line per test point, ``Task N (name) score:
-X.X / W`` and finally ``Total score: X.X / 100.0``. ``--json`` prints one JSON document instead
-(``results``: PointResult dicts, ``tasks``, ``total``). ``--profile-path DIR`` writes, per test point,
+X.X / W`` and finally ``Total score: X.X / 100.0`` (with ``--task N`` the task's score line is the last:
+the other tasks were not judged, so there is no total). ``--json`` prints one JSON document instead
+(``results``: PointResult dicts, ``tasks``, ``total`` and ``max_total``: 100.0, with ``--task`` that task's
+weight). ``--profile-path DIR`` writes, per test point,
 ``task{N}_point{P}.perfetto.json`` (open it in ui.perfetto.dev) and ``task{N}_point{P}.summary.json``;
 only jobs 0-7 are traced (the job -> SM placement is complete; with ``--explain`` every job), so the summary's ``profile`` part
 (``kdt.Profile.summary()``: per-unit busy cycles and utilisation) counts those traced jobs only, while its
@@ -32,13 +34,21 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import kdt
-from judger.grading import CompileFailed, compile_failed_result, grade_point, kernel_for_task, load_submission, \
-    summarize
-from judger.testdata import limit_threads
-from judger.explain import explanation, format_explanation, profile_for_explain
-from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S
-from judger.verdicts import PointResult, Verdict
+try:
+    import kdt
+    from judger.grading import CompileFailed, compile_failed_result, grade_point, kernel_for_task, load_submission, \
+        summarize
+    from judger.testdata import limit_threads
+    from judger.explain import explanation, format_explanation, profile_for_explain
+    from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S
+    from judger.verdicts import PointResult, Verdict
+except ModuleNotFoundError as _missing:  # run by a Python without torch (or numpy, ...): one line, not a traceback
+    from judger.dependencies import exit_if_missing_dependency
+
+    if __name__ == "__main__":
+        exit_if_missing_dependency(_missing, "judger/judger.py",
+                                   ".venv/bin/python judger/judger.py --kernel-impl-path FILE")
+    raise
 
 PROFILED_JOBS = range(8)
 
@@ -58,7 +68,8 @@ def format_point(result) -> list:
 
 def run(path, task_ids=TASK_IDS, *, print_ir=False, profile_dir=None, timeout=TIMEOUT_S, out=None,
         kernel_out=None, explanations: dict | None = None, jobs: int = 1) -> list:
-    """Judge ``path`` on ``task_ids``; print the handout's lines to ``out`` (None: print nothing) and the
+    """Judge ``path`` on ``task_ids``; print the handout's lines to ``out`` (None: print nothing; the
+    ``Total score`` line only when ``task_ids`` are all the tasks) and the
     kernels' ``kdt.print`` output and ``--print-ir`` to ``kernel_out``. Returns the ``PointResult``s.
     With ``explanations`` (a dict), every job is traced and each point's ``judger.explain.explanation``
     is stored there under ``"TASK.POINT"`` and printed under the point's line (``--explain``).
@@ -104,7 +115,8 @@ def run(path, task_ids=TASK_IDS, *, print_ir=False, profile_dir=None, timeout=TI
             emit(f"Task {task.id} ({task.name}) score: {score:.1f} / {float(task.weight):.1f}")
             results += task_results
             task_results = []
-    emit(f"Total score: {summarize(results)['total']:.1f} / 100.0")
+    if set(task_ids) == set(TASK_IDS):  # one task (--task): its score line ends the output, no total of 100
+        emit(f"Total score: {summarize(results)['total']:.1f} / 100.0")
     return results
 
 
@@ -186,7 +198,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Judge a KDT-DSL submission locally (the contest's tasks, "
                                                  "test points and scoring).")
     parser.add_argument("--kernel-impl-path", required=True, help="the submission file (defines get_kernel)")
-    parser.add_argument("--task", type=int, choices=TASK_IDS, help="judge only this task")
+    parser.add_argument("--task", type=int, choices=TASK_IDS, help="judge only this task (the output ends with its "
+                                                                   "score line: no total over the four tasks)")
     parser.add_argument("--print-ir", action="store_true", help="print each test point's compiled IR")
     parser.add_argument("--json", action="store_true", help="print machine-readable results instead")
     parser.add_argument("--profile-path", metavar="DIR", help="write a Perfetto trace and a utilisation "
@@ -212,7 +225,7 @@ def main(argv=None) -> int:
         doc = {"submission": os.path.abspath(args.kernel_impl_path),
                "results": [r.to_dict() for r in results],
                "tasks": {str(t): v for t, v in summary["tasks"].items()},
-               "total": summary["total"], "max_total": 100.0}
+               "total": summary["total"], "max_total": float(sum(TASKS[t].weight for t in task_ids))}
         if explanations is not None:
             doc["explain"] = explanations
         json.dump(doc, stdout, indent=2)

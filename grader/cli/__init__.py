@@ -3,24 +3,36 @@
 Each command is imported only when it runs (a contestant's `kdt-grade submit` to a server must not import
 torch or the simulator), from ``COMMANDS``:
 
-- contestants: `login`, `submit`, `status`, `submissions`, `leaderboard`, `rules`, `version` (``contestant``: over
-  HTTP with a server configured, else ``local``), `local` (``local``), `audit` (``audit``);
+- contestants: `login`, `logout`, `submit`, `status`, `submissions`, `source`, `leaderboard`, `rules`, `version`
+  (``contestant``: over HTTP with a server configured, else ``local``), `local` (``local``), `audit`
+  (``audit``);
 - clarifications and announcements: `ask`, `clarifications`, `announcements` (``messages``: over
   HTTP only);
 - organisers: `serve`, `worker` (``serve``), `admin ...` (``admin``, with ``users`` and ``contest``);
 - contract authors: `design ...` (``design``).
 
-``output`` is how they all print. Configuration: `KDT_GRADE_*` (``grader.config``).
+`kdt-grade --help` lists them in two sections, ``CONTESTANT_COMMANDS`` then ``ORGANISER_COMMANDS``.
+A Python without one of the dependencies (torch above all) gets one line with the install command
+(``judger.dependencies``), not a traceback. ``output`` is how they all print. Configuration:
+`KDT_GRADE_*` (``grader.config``).
 """
 import importlib
 
-import click
+try:
+    import click
+except ModuleNotFoundError as _missing:  # `python -m grader.cli` by a Python without the dependencies
+    from judger.dependencies import exit_if_missing_dependency
+
+    exit_if_missing_dependency(_missing, "kdt-grade", ".venv/bin/kdt-grade")
+    raise
 
 COMMANDS = {
     "login": "grader.cli.contestant:login",
+    "logout": "grader.cli.contestant:logout",
     "submit": "grader.cli.contestant:submit",
     "status": "grader.cli.contestant:status",
     "submissions": "grader.cli.contestant:submissions",
+    "source": "grader.cli.contestant:source",
     "leaderboard": "grader.cli.contestant:leaderboard",
     "version": "grader.cli.contestant:version",
     "rules": "grader.cli.contestant:rules",
@@ -34,13 +46,18 @@ COMMANDS = {
     "audit": "grader.cli.audit:audit_command",
     "design": "grader.cli.design:design",
 }
+# The sections of `kdt-grade --help`, in this order (every command of COMMANDS is in exactly one).
+CONTESTANT_COMMANDS = ("submit", "status", "submissions", "source", "leaderboard", "rules", "local", "audit", "ask",
+                       "clarifications", "announcements", "login", "logout", "version")
+ORGANISER_COMMANDS = ("admin", "serve", "worker", "design")
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported from ``COMMANDS`` ("module:attribute") on first use."""
+    """A group whose subcommands are imported from ``COMMANDS`` ("module:attribute") on first use, listed
+    by audience in its help."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return [*CONTESTANT_COMMANDS, *ORGANISER_COMMANDS]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
@@ -48,12 +65,32 @@ class LazyGroup(click.Group):
         module, attribute = COMMANDS[name].split(":")
         return getattr(importlib.import_module(module), attribute)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Two sections: the contestants' commands, then the organisers'."""
+        sections = (("Commands for contestants", CONTESTANT_COMMANDS), ("Commands for organisers", ORGANISER_COMMANDS))
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        for heading, names in sections:
+            rows = [(name, self.get_command(ctx, name).get_short_help_str(limit)) for name in names]
+            with formatter.section(heading):
+                formatter.write_dl(rows)
+
+    def main(self, *args, **kwargs):
+        """Run the command line; a missing dependency (torch, ...) is one line on stderr with the install
+        command, exit status 1."""
+        try:
+            return super().main(*args, **kwargs)
+        except ModuleNotFoundError as exc:
+            from judger.dependencies import exit_if_missing_dependency  # imports nothing itself
+
+            exit_if_missing_dependency(exc, "kdt-grade", ".venv/bin/kdt-grade")
+            raise
+
     def invoke(self, ctx: click.Context):
         """Run the command; an unreachable database or broker becomes one line on stderr (exit code 1),
         not a traceback (the imports stay lazy: the client commands load no SQLAlchemy)."""
         try:
             return super().invoke(ctx)
-        except click.exceptions.Exit:
+        except (click.exceptions.Exit, ModuleNotFoundError):  # a missing dependency: see ``main``
             raise
         except Exception as exc:
             from grader.errors import ServiceUnavailable
@@ -71,5 +108,10 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup)
 def main() -> None:
-    """kdt-grade: judge KDT-DSL kernels for the KDT-TPU contest."""
+    """kdt-grade: judge KDT-DSL kernels for the KDT-TPU contest.
+
+    Grade a file on your machine with `kdt-grade local FILE`. Log in to the contest server once
+    (`kdt-grade login --server URL`), then `kdt-grade submit FILE --wait`; without a login, submit,
+    status, submissions, source and leaderboard use a database on this machine. `kdt-grade COMMAND
+    --help` tells more about each command."""
 

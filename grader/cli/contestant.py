@@ -1,15 +1,17 @@
-"""The contestant's commands: ``login``, ``submit``, ``status``, ``submissions``, ``leaderboard``, ``rules``,
-``version``.
+"""The contestant's commands: ``login``, ``logout``, ``submit``, ``status``, ``submissions``, ``source``,
+``leaderboard``, ``rules``, ``version``.
 
 With a server configured (``kdt-grade login``, or ``KDT_GRADE_SERVER``/``KDT_GRADE_TOKEN``) they talk to it
 over HTTP (``grader.client.http``) and print what the local commands print; without one they run locally
 (``grader.cli.local``, imported only then). This module imports neither torch nor the simulator, so
 the client commands start fast. Exit codes: 0 done, 1 an error (server unreachable, a fault of the
-judge, a timeout), 2 refused (the server's message is printed; nothing was stored).
+judge, a timeout), 2 refused (the server's message is printed; nothing was stored); ``submit --wait``
+also exits 1 when a test point is not AC (``verdicts_exit_code``).
 """
 from __future__ import annotations
 
 import getpass
+import os
 import sys
 from pathlib import Path
 
@@ -17,10 +19,12 @@ import click
 from rich.markup import escape
 
 from grader.client.http import Client, ClientError
-from grader.client.login import ClientConfig, config_path, load_config, normalise_server, save_config
+from grader.client.login import (ENV_SERVER, ENV_TOKEN, ClientConfig, config_path, forget_config, load_config,
+                                 normalise_server, save_config)
 
-from .output import (dump_json, err, out, points_progress, print_leaderboard, print_rules, progress_updater,
-                     show_result, show_submitted, submissions_table)
+from .output import (dump_json, err, newest_first, out, points_progress, print_leaderboard, print_rules,
+                     progress_updater, show_result, show_submitted, submissions_table, verdicts_exit_code,
+                     write_source)
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -80,21 +84,45 @@ def login(server: str, token: str) -> None:
 
 
 @click.command()
+def logout() -> None:
+    """Forget the saved server and token.
+
+    Removes what `kdt-grade login` saved; the commands then work locally. Nothing to forget is not an
+    error (exit status 0)."""
+    forgotten = forget_config()
+    if forgotten is None:
+        out.print(f"not logged in: there is no saved login ({config_path()}); nothing was removed", markup=False,
+                  soft_wrap=True)
+    else:
+        path, server = forgotten
+        what = f"the token for {server}" if server else "an unreadable login file"
+        out.print(f"logged out: removed {what} ({path})", markup=False, soft_wrap=True)
+    if os.environ.get(ENV_SERVER):
+        err.print(f"{ENV_SERVER} is still set in your environment: the commands still use "
+                  f"{os.environ[ENV_SERVER]}; unset it (and {ENV_TOKEN}) to work locally", markup=False,
+                  soft_wrap=True)
+
+
+@click.command()
 @click.argument("file", type=FILE)
 @click.option("--user", help="Contestant name (local mode only; a server knows you by your token).")
-@click.option("--wait", is_flag=True, help="Show progress over the test points, then the result table.")
+@click.option("--wait", is_flag=True, help="Show progress over the test points, then the result table; the exit "
+                                           "status is then 0 only if every test point is AC.")
 @click.option("--json", "as_json", is_flag=True, help="Print the status document as JSON at the end.")
 @click.option("--timeout", type=float, default=3600.0, show_default=True, help="Seconds --wait waits.")
 def submit(file: Path, user: str | None, wait: bool, as_json: bool, timeout: float) -> None:
     """Submit FILE for grading and print its submission id.
 
     The file is refused (and nothing stored) if it is larger than the limit, not UTF-8 or not Python,
-    or (on a server) outside the contest window or over a submission limit."""
+    or (on a server) outside the contest window or over a submission limit.
+
+    Exit status: 0 accepted (with --wait: and every test point is AC); 1 with --wait when some test point
+    is not AC (everything is still printed), or an error (the server unreachable, a timeout); 2 refused."""
     config = _server()
     if config is None:
         from .local import submit_local
 
-        submit_local(file, user or default_user(), wait, timeout, as_json)
+        submit_local(file, user or default_user(), wait, timeout, as_json)  # exits as submit does
         return
     if user is not None:
         raise click.UsageError("--user is for the local mode; the server knows you by your token")
@@ -125,13 +153,18 @@ def submit(file: Path, user: str | None, wait: bool, as_json: bool, timeout: flo
         except ClientError as exc:
             _fail(exc)
     show_submitted(state, wait, as_json)
+    if wait:
+        sys.exit(verdicts_exit_code(state["points"]))
 
 
 @click.command()
 @click.argument("submission_id", type=int)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(submission_id: int, as_json: bool) -> None:
-    """Show a submission's status and per-test-point results."""
+    """Show a submission's status and per-test-point results.
+
+    Exit status: 0 when it is shown, whatever the verdicts and also while it is being graded (a script
+    reads "status" and each point's "verdict" of --json); 1 an error; 2 not a submission of yours."""
     config = _server()
     if config is None:
         from .local import status_local
@@ -154,7 +187,7 @@ def status(submission_id: int, as_json: bool) -> None:
 @click.option("--user", help="Whose submissions (local mode only; default: your login name).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def submissions(user: str | None, as_json: bool) -> None:
-    """Your submissions, oldest first, with their status and scores."""
+    """Your submissions, newest first, with their status and scores (also with --json)."""
     config = _server()
     if config is None:
         from .local import submissions_local
@@ -163,7 +196,7 @@ def submissions(user: str | None, as_json: bool) -> None:
         return
     with _client(config) as client:
         try:
-            rows = client.submissions()
+            rows = newest_first(client.submissions())
         except ClientError as exc:
             _fail(exc)
     if as_json:
@@ -173,10 +206,35 @@ def submissions(user: str | None, as_json: bool) -> None:
 
 
 @click.command()
+@click.argument("submission_id", type=int)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write it to FILE (replacing FILE) instead of printing it.")
+def source(submission_id: int, output: Path | None) -> None:
+    """Download a submission's file (to stdout, or -o FILE).
+
+    Prints the file you submitted as SUBMISSION_ID exactly as it was stored. On a server only your own
+    submissions (another id is refused as missing, exit status 2); without a server, any submission of the
+    local database (exit status 1 for a missing id)."""
+    config = _server()
+    if config is None:
+        from .local import source_local
+
+        text = source_local(submission_id)
+    else:
+        with _client(config) as client:
+            try:
+                text = client.source(submission_id)
+            except ClientError as exc:
+                _fail(exc)
+    write_source(text, output, submission_id)
+
+
+@click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 def leaderboard(as_json: bool, as_csv: bool) -> None:
-    """Each user's best submission, best first (equal totals: the earlier submission first).
+    """Each user's best submission, best first (equal totals: the earlier submission first); a user is
+    shown by their display name, with the login in brackets.
 
     On a server, while the scoreboard is frozen only submissions made before the freeze count."""
     config = _server()
@@ -248,4 +306,5 @@ def version(as_json: bool) -> None:
                   "[yellow]different judging code: update your copy to grade locally as the server does[/yellow]")
 
 
-__all__ = ["config_path", "leaderboard", "login", "rules", "status", "submissions", "submit", "version"]
+__all__ = ["config_path", "leaderboard", "login", "logout", "rules", "source", "status", "submissions", "submit",
+           "version"]

@@ -1,5 +1,6 @@
 """The local ``kdt-grade`` commands: ``local``, and the local (no server) side of ``submit``,
-``status``, ``submissions``, ``leaderboard``, ``rules``, which ``grader.cli.contestant`` calls when no server is configured.
+``status``, ``submissions``, ``source``, ``leaderboard``, ``rules``, which ``grader.cli.contestant`` calls when no
+server is configured.
 
 Thin: each parses options, calls ``grader.service.Service`` (or ``grader.judging.pipeline`` for ``local``) and
 renders plain data with ``grader.cli.output``. Configuration comes from ``KDT_GRADE_*`` (``grader.config``).
@@ -15,14 +16,15 @@ from grader.runtime.pool import InterruptLatch, open_pool
 from grader.service import Service, rules_text
 from judger.tasks import TASK_IDS
 
-from .output import (dump_json, err, out, points_progress, print_explanations, print_leaderboard, progress_updater,
-                     safe, show_result, show_submitted, submissions_table)
+from .output import (dump_json, err, newest_first, out, points_progress, print_explanations, print_leaderboard,
+                     progress_updater, safe, show_result, show_submitted, submissions_table, verdicts_exit_code)
 
 
 def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: bool = False) -> None:
     """``kdt-grade submit`` into the local database. The file is refused (and nothing stored) if it is
-    larger than the limit, not UTF-8 or not Python. Without a broker (KDT_GRADE_BROKER_URL unset) it is
-    graded here, before the command returns."""
+    larger than the limit, not UTF-8 or not Python (exit status 2). Without a broker (KDT_GRADE_BROKER_URL
+    unset) it is graded here, before the command returns. With ``wait`` the exit status is
+    ``verdicts_exit_code`` of the result."""
     with Service() as service:
         try:
             submission_id = service.accept(file.read_bytes(), file.name, user)
@@ -47,6 +49,8 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
             _wait_with_progress(service, submission_id, timeout)
         state = service.status(submission_id)
     show_submitted(state, wait, as_json)
+    if wait:
+        sys.exit(verdicts_exit_code(state["points"]))
 
 
 def _grade_here(service: Service, submission_id: int, wait: bool) -> None:
@@ -117,13 +121,22 @@ def rules_local() -> dict:
 
 
 def submissions_local(user: str, as_json: bool) -> None:
-    """``kdt-grade submissions``: one user's submissions in the local database, oldest first."""
+    """``kdt-grade submissions``: one user's submissions in the local database, newest first."""
     with Service() as service:
-        rows = [r for r in service.all_submissions() if r["user_name"] == user]
+        rows = newest_first([r for r in service.all_submissions() if r["user_name"] == user])
     if as_json:
         dump_json(rows)
     else:
         out.print(submissions_table(rows, title=f"Submissions of {user}"))
+
+
+def source_local(submission_id: int) -> str:
+    """``kdt-grade source``: the text of a submission in the local database."""
+    with Service() as service:
+        try:
+            return service.submission_source(submission_id)
+        except LookupError as exc:
+            raise click.ClickException(f"{exc} in the local database") from None
 
 
 @click.command()
@@ -134,7 +147,10 @@ def submissions_local(user: str, as_json: bool) -> None:
                                               "bound, job 0's critical path, the stall cycles and the lines "
                                               "that cause them; with --json under \"explain\".")
 def local(file: Path, task_id: str | None, as_json: bool, explain: bool) -> None:
-    """Grade FILE here, with no database or broker, exactly as the service does (same numbers)."""
+    """Grade FILE here, with no database or broker, exactly as the service does (same numbers).
+
+    Exit status: 0 when every graded test point is AC; 1 when some test point is not AC (everything is
+    still printed); 2 when FILE is refused before grading (too large, not UTF-8, not Python)."""
     settings = load_settings()
     data = file.read_bytes()
     try:
@@ -166,3 +182,5 @@ def local(file: Path, task_id: str | None, as_json: bool, explain: bool) -> None
         show_result(report, f"{file.name} (local)")
         if explain:
             print_explanations(report["points"], explanations)
+    sys.stdout.flush()
+    sys.exit(verdicts_exit_code(report["points"]))

@@ -61,8 +61,14 @@ def csv_text(rows: list[dict], columns: list[str]) -> str:
     return buffer.getvalue()
 
 
-def _num(value, digits=1) -> str:
+def _num(value, digits=2) -> str:
+    """A score with two decimals (as the pages show it), ``-`` when there is none."""
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _weight(value) -> str:
+    """A task's weight or the maximum total: ``10``, ``100`` (a server sends ``10.0``)."""
+    return f"{float(value):g}"
 
 
 def _when(timestamp) -> str:
@@ -98,9 +104,10 @@ def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
                       safe(first[0][:100]) if first else "")
     table.add_section()
     for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
-        table.add_row(str(task_id), "", "", "", "", f"{_num(t['score'])} / {t['weight']}", "", "", safe(t["name"]))
+        table.add_row(str(task_id), "", "", "", "", f"{_num(t['score'])} / {_weight(t['weight'])}", "", "",
+                      safe(t["name"]))
     weight = sum(t["weight"] for t in tasks.values())
-    table.add_row("", "", "", "", "", f"[bold]{_num(total)} / {weight:.1f}[/bold]", "", "", "[bold]total[/bold]")
+    table.add_row("", "", "", "", "", f"[bold]{_num(total)} / {_weight(weight)}[/bold]", "", "", "[bold]total[/bold]")
     return table
 
 
@@ -118,7 +125,7 @@ def show_submitted(state: dict, wait: bool, as_json: bool) -> None:
     elif wait:
         show_result(state, f"submission {state['id']}: {state['file_name']} ({state['status']})")
     elif state["total"] is not None and state["status"] in ("done", "failed"):
-        out.print(f"total {state['total']:.1f} / 100; details: kdt-grade status {state['id']}")
+        out.print(f"total {_num(state['total'])} / 100; details: kdt-grade status {state['id']}")
     else:
         out.print(f"queued; see `kdt-grade status {state['id']}`")
 
@@ -160,12 +167,19 @@ def leaderboard_table(rows: list[dict], title="Leaderboard", tasks: dict | None 
     for name in ("rank", "user", "submission", "submitted"):
         table.add_column(name, justify="right" if name in ("rank", "submission") else "left")
     for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
-        table.add_column(f"T{task_id} /{t['weight']}", justify="right")
+        table.add_column(f"T{task_id} /{_weight(t['weight'])}", justify="right")
     table.add_column("total", justify="right")
     for r in rows:
-        table.add_row(str(r["rank"]), safe(r["user_name"]), str(r["submission_id"]), _when(r["created"]),
-                      *(_num(r[k], 2) for k in _SCORE_KEYS))
+        table.add_row(str(r["rank"]), safe(user_label(r)), str(r["submission_id"]), _when(r["created"]),
+                      *(_num(r[k]) for k in _SCORE_KEYS))
     return table
+
+
+def user_label(row: dict) -> str:
+    """A leaderboard row's user as the scoreboard page names them: ``Display Name (login)``, or the login
+    when there is no display name."""
+    display = row.get("display_name")
+    return f"{display} ({row['user_name']})" if display and display != row["user_name"] else row["user_name"]
 
 
 def print_leaderboard(rows: list[dict], as_json: bool, as_csv: bool, tasks: dict | None = None) -> None:
@@ -224,8 +238,33 @@ def submissions_table(rows: list[dict], title="Submissions") -> Table:
         table.add_column(name, justify="right" if name in ("id", "T1", "T2", "T3", "T4", "total") else "left")
     for r in rows:
         table.add_row(str(r["submission_id"]), safe(r["user_name"]), safe(r["file_name"]), _when(r["created"]),
-                      safe(r["status"]), *(_num(r[k], 2) for k in _SCORE_KEYS))
+                      safe(r["status"]), *(_num(r[k]) for k in _SCORE_KEYS))
     return table
+
+
+def newest_first(rows: list[dict]) -> list[dict]:
+    """Submission rows (oldest first, as the service and the API give them) newest first, as the pages
+    list them."""
+    return list(reversed(rows))
+
+
+def verdicts_exit_code(points: list[dict]) -> int:
+    """The exit status of a graded run: 0 when there are test points and every one is AC, else 1."""
+    return 0 if points and all(p.get("verdict") == "AC" for p in points) else 1
+
+
+def write_source(text: str, output, submission_id: int) -> None:
+    """A submission's source, byte for byte as stored (UTF-8), to stdout or to the file ``output``
+    (replaced), saying on stderr what was written."""
+    data = text.encode("utf-8")
+    if output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    output.write_bytes(data)
+    err.print(f"wrote submission {submission_id} to {output} ({len(data)} bytes)", markup=False, highlight=False,
+              soft_wrap=True)
 
 
 def progress_updater(progress: Progress, bar):

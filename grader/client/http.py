@@ -82,10 +82,11 @@ class Client:
         return self._request("GET", f"/submissions/{int(submission_id)}").json()
 
     def source(self, submission_id: int) -> str:
+        """``GET /submissions/{id}/source``: the submitted file's text (the caller's own submissions only)."""
         return self._request("GET", f"/submissions/{int(submission_id)}/source").text
 
     def submissions(self) -> list[dict]:
-        """``GET /submissions``: the caller's own submissions, oldest first."""
+        """``GET /submissions``: the caller's own submissions, oldest first (the CLI shows them newest first)."""
         return self._request("GET", "/submissions").json()
 
     def leaderboard(self) -> dict:

@@ -3,7 +3,7 @@
 ``kdt-grade login`` saves ``{"server", "token"}`` in ``client.json`` in the user's config directory
 (platformdirs: ``~/.config/kdt-grade/`` on Linux), file mode 0600 in a 0700 directory;
 ``KDT_GRADE_SERVER`` and ``KDT_GRADE_TOKEN`` override the file. With no server configured the CLI works
-locally.
+locally. ``kdt-grade logout`` deletes the file (``forget_config``).
 """
 from __future__ import annotations
 
@@ -69,3 +69,18 @@ def save_config(config: ClientConfig) -> Path:
         os.close(fd)
     os.replace(temporary, path)
     return path
+
+
+def forget_config() -> tuple[Path, str | None] | None:
+    """Delete the saved login: ``(path, the server it named, or None if the file was unreadable)``, or None
+    when there was no saved login (nothing to do)."""
+    path = config_path()
+    try:
+        saved = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        saved = None
+    server = saved.get("server") if isinstance(saved, dict) else None
+    path.unlink(missing_ok=True)
+    return path, server if isinstance(server, str) else None

@@ -3,6 +3,7 @@ handout's output format, a failing task not stopping the others), and its option
 `judger.judger.main` (same code, without a Python start-up per case)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 
 from judger.judger import main
 from judger.scoring import point_score
-from judger_testlib import ROOT, fixture_path
+from judger_testlib import ROOT, fixture_path, python_without_torch
 
 SCRIPT = ROOT / "judger" / "judger.py"
 
@@ -35,8 +36,7 @@ def test_script_runs_from_the_repo_root_and_resolves_the_judger_package():
         "Testcase 0 passed, num_cycles: 536, score: 100.0",
         f"Testcase 1 passed, num_cycles: 34304, score: {point_score(34304, 11000):.1f}",
         f"Task 1 (vector add) score: {(100 + point_score(34304, 11000)) / 2 * 10 / 100:.1f} / 10.0",
-        f"Total score: {(100 + point_score(34304, 11000)) / 2 * 10 / 100:.1f} / 100.0",
-    ]
+    ]  # --task: the task's score line ends it, no "Total score" as if the other tasks scored 0
     assert out.splitlines()[2] == "Testcase 1 passed, num_cycles: 34304, score: 11.0"
 
 
@@ -84,22 +84,23 @@ def test_wrong_result_runtime_error_and_timeout_lines(capsys):
     assert wa[0] == "Running tests for Task 1..."
     assert wa[1].startswith("[c] max abs error ") and wa[2] == "Incorrect result"
     assert wa[3].startswith("[c] max abs error ") and wa[4] == "Incorrect result"
-    assert wa[5:] == ["Task 1 (vector add) score: 0.0 / 10.0", "Total score: 0.0 / 100.0"]
+    assert wa[5:] == ["Task 1 (vector add) score: 0.0 / 10.0"]
     re_ = run_main(capsys, "--kernel-impl-path", fixture_path("out_of_bounds"), "--task", "1").splitlines()
     assert re_[1].startswith("Testcase 0 failed with RE (runtime error): OutOfBoundsError: Line 11, kdt.load: "
                              "view of 'b'")
     # testcase 1 has 8192 jobs: far past 0.01 s
     tle = run_main(capsys, "--kernel-impl-path", fixture_path("slow"), "--task", "1", "--timeout", "0.01").splitlines()
-    assert tle[-3] == "Simulation timeout"
-    assert tle[-4].startswith("simulation passed its wall-clock limit")
-    assert tle[-4].endswith("(0.01 s per launch, trial 1 of 3)")
+    assert tle[-2] == "Simulation timeout" and tle[-1] == "Task 1 (vector add) score: 0.0 / 10.0"
+    assert tle[-3].startswith("simulation passed its wall-clock limit")
+    assert tle[-3].endswith("(0.01 s per launch, trial 1 of 3)")
 
 
 def test_file_that_does_not_import(capsys):
     out = run_main(capsys, "--kernel-impl-path", fixture_path("python_syntax_error"), "--task", "2").splitlines()
     assert out[1].startswith("Testcase 0 failed with CE (compile error): importing the submission failed: "
                              "SyntaxError: expected ':'")
-    assert out[-2:] == ["Task 2 (matmul) score: 0.0 / 20.0", "Total score: 0.0 / 100.0"]
+    assert out[-3:] == ["       4 | def get_kernel(task_id)", "         |                        ^",
+                        "Task 2 (matmul) score: 0.0 / 20.0"]  # --task: no "Total score" line
 
 
 def test_print_ir_and_kernel_prints(capsys):
@@ -107,7 +108,7 @@ def test_print_ir_and_kernel_prints(capsys):
     assert "IR of task 1, testcase 0:\nkernel vector_add: 2 job(s)" in out
     assert "IR of task 1, testcase 1:\nkernel vector_add: 128 job(s)" in out
     assert out.count("[Job 0] block start: []") == 6
-    assert out.splitlines()[-1] == "Total score: 5.8 / 100.0"
+    assert out.splitlines()[-1] == "Task 1 (vector add) score: 5.8 / 10.0"
 
 
 def test_json_output_is_not_broken_by_the_submissions_prints(capsys):
@@ -198,3 +199,25 @@ def test_parallel_points_print_the_same_output_in_the_same_order(capsys, fixture
     two = json.loads(run_main(capsys, "--kernel-impl-path", path, "--json", "--jobs", "2"))
     strip = lambda doc: [{k: v for k, v in r.items() if k != "timings"} for r in doc["results"]]  # noqa: E731
     assert strip(one) == strip(two) and one["total"] == two["total"]
+
+
+def test_one_task_json_counts_that_task_only(capsys):
+    doc = json.loads(run_main(capsys, "--kernel-impl-path", fixture_path("vadd_only"), "--task", "1", "--json"))
+    assert list(doc["tasks"]) == ["1"] and doc["max_total"] == 10.0
+    assert doc["total"] == doc["tasks"]["1"]["score"] == pytest.approx((100 + point_score(34304, 11000)) / 2 * 10 / 100)
+
+
+@pytest.mark.parametrize("script", [("judger/judger.py", "--help"), ("-m", "judger.judger", "--help"),
+                                    ("judger/judger.py", "--kernel-impl-path", "submissions/examples/baseline.py")])
+def test_a_python_without_torch_is_told_the_install_command_in_one_line(script):
+    python = python_without_torch()
+    proc = subprocess.run([python, *script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert re.fullmatch(
+        rf"judger/judger.py: this Python \({re.escape(python)}\) has no module '[\w.]+'; the judge needs torch and "
+        r"the other dependencies: install them in the repository with `python3 -m venv .venv && "
+        r"\.venv/bin/pip install -q -e '\.\[test\]' torch==2\.13\.0`, then run "
+        r"`\.venv/bin/python judger/judger.py --kernel-impl-path FILE`\n", proc.stderr), proc.stderr
+    readme = (ROOT / "README.md").read_text()
+    assert "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' torch==2.13.0" in readme

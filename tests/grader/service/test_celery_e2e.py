@@ -17,8 +17,10 @@ pytestmark = pytest.mark.slow
 # one Redis database and one worker.
 
 
-def _submit(deployment, path, user, *extra) -> tuple[int, str]:
-    out = deployment.cli("submit", path, "--user", user, *extra).stdout
+def _submit(deployment, path, user, *extra, exit_code=0) -> tuple[int, str]:
+    proc = deployment.cli("submit", path, "--user", user, *extra, check=False)
+    assert proc.returncode == exit_code, proc.stderr
+    out = proc.stdout
     return int(re.search(r"submission (\d+) accepted", out).group(1)), out
 
 
@@ -63,7 +65,7 @@ FILES = {"alice": OPTIMIZED, "bob": BASELINE, "carol": FAILING}
 def test_examples_and_a_failing_file_are_graded_by_workers_exactly_as_local_1_submit(examples):
     deployment = examples
     ids = {"alice": _submit(deployment, OPTIMIZED, "alice")[0], "bob": _submit(deployment, BASELINE, "bob")[0]}
-    ids["carol"], out = _submit(deployment, FAILING, "carol", "--wait")
+    ids["carol"], out = _submit(deployment, FAILING, "carol", "--wait", exit_code=1)  # --wait: 1, not every point AC
     deployment.ids = ids
     assert "(done)" in out and "UnsupportedFeatureError: Line 10, Col 5" in out and "Incorrect result" in out
 

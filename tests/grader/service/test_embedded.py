@@ -35,14 +35,14 @@ def test_embedded_mode_end_to_end_through_the_cli_1_submit_wait_creates_the_data
     out = deployment.cli("submit", OPTIMIZED, "--user", "alice", "--wait").stdout
     lines = out.splitlines()
     assert re.fullmatch(r"submission 1 accepted \(optimized.py, user alice\)", lines[0])
-    assert "(done)" in out and "100.0 / 100.0" in out
+    assert "(done)" in out and "100.00 / 100" in out
     assert (deployment.data_dir / "kdt-grade.sqlite3").exists()
 
 
 @e2e
 def test_embedded_mode_end_to_end_through_the_cli_2_submit_without_wait(deployment):
     out = deployment.cli("submit", BASELINE, "--user", "bob").stdout
-    assert out.startswith("submission 2 accepted") and "total 37.3 / 100" in out
+    assert out.startswith("submission 2 accepted") and "total 37.26 / 100" in out
     deployment.cli("submit", FAILING, "--user", "carol")
 
 
@@ -92,7 +92,9 @@ def test_embedded_mode_end_to_end_through_the_cli_6_rejudge_sweep_and_a_missing_
 
 def test_local_runs_one_task_and_refuses_what_the_intake_refuses(tmp_path, local_results):
     env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}
-    report = json.loads(run_cli(["local", FAILING, "--task", "2", "--json"], env).stdout)
+    proc = run_cli(["local", FAILING, "--task", "2", "--json"], env, check=False)
+    assert proc.returncode == 1  # a point is not AC
+    report = json.loads(proc.stdout)
     assert [(p["task"], p["point"], p["verdict"]) for p in report["points"]] == [(2, 0, "WA"), (2, 1, "WA")]
     assert report["total"] == 0.0 and list(report["tasks"]) == ["2"]
     assert point_outcomes(report["points"]).items() <= point_outcomes(local_results(FAILING)["points"]).items()
@@ -103,7 +105,7 @@ def test_local_runs_one_task_and_refuses_what_the_intake_refuses(tmp_path, local
 
 
 def test_local_explain_says_what_the_judger_says_for_every_point():
-    """Issue 22: `kdt-grade local --explain` traces every job of the judge's first trial and prints, under
+    """`kdt-grade local --explain` traces every job of the judge's first trial and prints, under
     each point, the judger's `--explain` lines (baseline task 1: 2 jobs on 1 SM, 332 cycles against a VXM
     bound of 128; the add of line 29 waits on the loads, the store on the add); --json carries them."""
     env = {**clean_env(), "KDT_GRADE_WORKERS": "2"}

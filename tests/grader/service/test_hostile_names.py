@@ -21,7 +21,8 @@ def graded(make_deployment, tmp_path):
     deployment = make_deployment()
     path = tmp_path / FILE
     shutil.copy(FIXTURES / "hostile.py", path)
-    proc = deployment.cli("submit", path, "--user", USER, "--wait")
+    proc = deployment.cli("submit", path, "--user", USER, "--wait", check=False)
+    assert proc.returncode == 1, proc.stderr  # graded, every point CE
     return deployment, proc
 
 

@@ -50,14 +50,14 @@ def test_contestant_commands_over_http_equal_local(make_deployment, start_server
     sid = state["id"]
 
     shown = run_cli(["status", sid], env).stdout
-    assert f"submission {sid}: optimized.py by alice (done)" in shown and "100.0 / 100.0" in shown
+    assert f"submission {sid}: optimized.py by alice (done)" in shown and "100.00 / 100" in shown
     assert json.loads(run_cli(["status", sid, "--json"], env).stdout) == state
     mine = json.loads(run_cli(["submissions", "--json"], env).stdout)
     assert [(r["submission_id"], r["status"], r["total"]) for r in mine] == [(sid, "done", 100.0)]
     board = json.loads(run_cli(["leaderboard", "--json"], env).stdout)
     assert [(r["rank"], r["user_name"], r["submission_id"], r["total"]) for r in board] == [(1, "alice", sid, 100.0)]
     table = run_cli(["leaderboard"], env).stdout
-    assert "T4 /40.0" in table and "alice" in table
+    assert "T4 /40" in table and "alice" in table
 
     missing = run_cli(["status", sid + 1], env, check=False)
     assert missing.returncode == 2 and f"refused: no submission {sid + 1} of yours" in missing.stderr
@@ -81,7 +81,7 @@ def test_client_commands_do_not_import_torch_or_the_simulator(make_deployment, s
     server = start_server(deployment)
     env = _client_env(tmp_path, KDT_GRADE_SERVER=server.url, KDT_GRADE_TOKEN=token)
     for args in (["submissions"], ["leaderboard"], ["rules"], ["status", "1"], ["submit", "--help"], ["version"],
-                 ["clarifications"], ["announcements"]):
+                 ["clarifications"], ["announcements"], ["source", "1"], ["logout"]):
         proc = run_cli_importtime(args, env)
         modules = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
         assert "httpx" in modules or args == ["submit", "--help"]
@@ -106,3 +106,44 @@ def test_broker_mode_with_a_celery_worker_equals_local(make_deployment, start_se
     _assert_as_local(state, local_results(OPTIMIZED))
     graders = {p["worker"] for p in deployment.status(state["id"])["points"]}
     assert all(w.startswith("test1-") for w in graders), graders  # graded by the Celery worker, not the server
+
+
+VADD_ONLY = ROOT / "tests" / "judger" / "fixtures" / "vadd_only.py"  # solves task 1 only: 5.55 points
+
+
+def test_source_submissions_newest_first_display_names_and_logout_over_http(make_deployment, start_server,
+                                                                             tmp_path):
+    deployment = make_deployment()
+    from grader.service import accounts
+
+    token = accounts.add_user(deployment.service, "alice", "Alice Liddell")[1]
+    bob = add_user(deployment, "bob")
+    server = start_server(deployment)
+    env = _client_env(tmp_path)
+    run_cli(["login", "--server", server.url, "--token", token], env)
+    waited = run_cli(["submit", VADD_ONLY, "--wait"], env, check=False)
+    assert waited.returncode == 1, waited.stderr  # graded; tasks 2-4 are CE
+    assert re.search(r"│\s+5\.55 / 100 │ total", waited.stdout)
+    first = int(re.match(r"submission (\d+) accepted", waited.stdout).group(1))
+    second = json.loads(run_cli(["submit", VADD_ONLY, "--wait", "--json"], env, check=False).stdout)["id"]
+
+    mine = json.loads(run_cli(["submissions", "--json"], env).stdout)
+    assert [r["submission_id"] for r in mine] == [second, first]
+    table = run_cli(["submissions"], env).stdout
+    assert re.findall(r"^│\s+(\d+) │ alice", table, re.MULTILINE) == [str(second), str(first)]
+    board = run_cli(["leaderboard"], env).stdout
+    assert re.search(rf"│\s+1 │ Alice Liddell \(alice\) │\s+{first} │", board) and "T4 /40 " in board
+
+    assert run_cli(["source", first], env).stdout == VADD_ONLY.read_text()
+    target = tmp_path / "mine.py"
+    run_cli(["source", second, "-o", target], env)
+    assert target.read_bytes() == VADD_ONLY.read_bytes()
+    theirs = json.loads(run_cli(["submit", VADD_ONLY, "--json"], {**env, "KDT_GRADE_TOKEN": bob}).stdout)["id"]
+    refused = run_cli(["source", theirs], env, check=False)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == f"refused: no submission {theirs} of yours\n"
+
+    config = tmp_path / "config" / "kdt-grade" / "client.json"
+    out = run_cli(["logout"], env).stdout
+    assert out == f"logged out: removed the token for {server.url} ({config})\n" and not config.exists()
+    assert run_cli(["logout"], env).stdout.startswith("not logged in: there is no saved login")
