@@ -118,8 +118,8 @@ def test_a_graded_baseline_point_says_how_many_cycles_it_needs(tmp_path):
         "task", "point", "verdict", "cycles", "MXM", "score", "for 100", "for +10"]
     rows = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in table.splitlines()
             if line.startswith("│    1 │")]
-    assert [row[:8] for row in rows if row[1]] == [["1", "0", "AC", "332", "-", "100.0", "1919810", "-"],
-                                         ["1", "1", "AC", "21248", "-", "16.5", "11000", "16819"]]
+    assert [row[:8] for row in rows if row[1]] == [["1", "0", "AC", "332", "-", "100.00", "1919810", "-"],
+                                         ["1", "1", "AC", "21248", "-", "16.46", "11000", "16819"]]
 
 
 def test_the_rules_command_locally(make_deployment):

@@ -123,7 +123,7 @@ def test_source_submissions_newest_first_display_names_and_logout_over_http(make
     run_cli(["login", "--server", server.url, "--token", token], env)
     waited = run_cli(["submit", VADD_ONLY, "--wait"], env, check=False)
     assert waited.returncode == 1, waited.stderr  # graded; tasks 2-4 are CE
-    assert re.search(r"│\s+5\.55 / 100 │ total", waited.stdout)
+    assert re.search(r"│\s+5\.55 / 100 │\s+│\s+│ total", waited.stdout)
     first = int(re.match(r"submission (\d+) accepted", waited.stdout).group(1))
     second = json.loads(run_cli(["submit", VADD_ONLY, "--wait", "--json"], env, check=False).stdout)["id"]
 
