@@ -1,5 +1,5 @@
 """The organisers' API (``/api/v1/admin``, an admin token needed): every submission, rejudge, users,
-the contest rules, unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
+the contest rules, freeze and unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
@@ -71,7 +71,14 @@ def change_rules(request: Request, body: RulesChange) -> dict:
     return contest.set_rules(request.app.state.service, **changes).to_dict()
 
 
+@router.post("/contest/freeze", response_model=Rules)
+def freeze(request: Request) -> dict:
+    """Freeze the scoreboard now; the scheduled freeze (``freeze_at``) stays as it is."""
+    return contest.freeze_now(request.app.state.service).to_dict()
+
+
 @router.post("/contest/unfreeze", response_model=Rules)
 def unfreeze(request: Request) -> dict:
-    """Lift the scoreboard freeze: the public leaderboard counts every submission again."""
+    """Lift the scoreboard freeze in force: the public leaderboard counts every submission again. Before
+    the scheduled freeze's time, that freeze stays to come."""
     return contest.unfreeze(request.app.state.service).to_dict()

@@ -32,7 +32,7 @@ from .messages import announcement_view, question_view
 router = APIRouter(prefix="/admin", include_in_schema=False)
 
 # The notices the page can show, by code: the only texts a link to /admin can select ({id}: the link's
-# submission id, an integer; {freeze}: the stored freeze time).
+# submission id, an integer; {freeze}: the time of the freeze in force).
 NOTICES = {
     "rejudged": "Submission {id} is queued for rejudging.",
     "no_submission": "There is no submission {id}; nothing was rejudged.",
@@ -77,7 +77,8 @@ def notice_text(code: str | None, submission_id: int | None, rules) -> str | Non
     template = NOTICES.get(code or "")
     if template is None or ("{id}" in template and submission_id is None):
         return None
-    freeze = views.time_text(rules.freeze_at) if rules.freeze_at else "\u2013"
+    cutoff = rules.leaderboard_cutoff(datetime.now(UTC))
+    freeze = views.time_text(cutoff) if cutoff else "\u2013"
     return template.format(id=submission_id, freeze=freeze)
 
 
@@ -148,7 +149,7 @@ def freeze(request: Request, csrf: str = Form("", max_length=128)):
     account = _checked(request, csrf)
     if isinstance(account, Response):
         return account
-    contest.set_rules(request.app.state.service, freeze_at=datetime.now(UTC))
+    contest.freeze_now(request.app.state.service)
     return _back("frozen")
 
 

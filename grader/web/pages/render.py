@@ -157,10 +157,11 @@ def banner_view(rules, now: datetime) -> dict:
         phase, left = "ended", 0
     else:
         phase, left = "running", (ends - now).total_seconds() if ends is not None else 0
+    freeze = rules.leaderboard_cutoff(now) or rules.freeze_at  # in force, else the scheduled one
     return {"phase": phase, "left_text": duration_text(left), "frozen": rules.frozen(now),
             "starts_at": starts.isoformat() if starts else "", "starts_text": time_text(starts),
             "ends_at": ends.isoformat() if ends else "", "ends_text": time_text(ends),
-            "freeze_at": rules.freeze_at.isoformat() if rules.freeze_at else "", "freeze_text": time_text(rules.freeze_at)}
+            "freeze_at": freeze.isoformat() if freeze else "", "freeze_text": time_text(freeze)}
 
 
 def allowance_view(allowance: dict, now: datetime) -> dict:
