@@ -3,6 +3,10 @@ first, each with answer / answer to all / ignore), the announcement form, every 
 (points queued, running with worker and start time, stuck), the workers seen recently, and the rejudge
 and freeze / unfreeze buttons (POST forms with the session's CSRF token, answered with a redirect back).
 
+Freeze, unfreeze and rejudge are confirmed first, without JavaScript: the button's POST (checked for its
+CSRF token) changes nothing and answers the confirmation page (``confirm.html``: what will happen, and a
+second form with the same fields, the token and ``confirm=yes``); only that second POST acts.
+
 Workers are read from the result rows (the worker's name and start time stored with each claim, the
 finish time with each result): a worker is "seen" when it claimed or finished a point in the last
 ``WORKERS_WINDOW``; a running point is "stuck" after ``stuck_after_seconds`` (the sweeper's setting).
@@ -131,12 +135,29 @@ def _back(code: str, submission_id: int | None = None) -> RedirectResponse:
     return RedirectResponse(f"/admin?{query}", status_code=303)
 
 
+CONFIRMED = "yes"  # the value of the confirmation form's ``confirm`` field
+Confirm = Form("", max_length=8)
+
+
+def confirm_page(request: Request, account, *, heading: str, lines: list[str], action: str, button: str,
+                 fields: tuple[tuple[str, str], ...] = (), listed: list[dict] = (), listed_more: int = 0,
+                 cancel: str = "/admin") -> Response:
+    """The confirmation step of a destructive button (nothing changed yet): ``lines`` say what will happen;
+    the form posts ``fields`` again to ``action`` with the CSRF token and ``confirm=yes``. ``listed``: the
+    submissions concerned (``submission_row`` data), ``listed_more`` how many more are not shown."""
+    return page(request, "confirm.html", account=account, heading=heading, lines=lines, action=action,
+                button=button, fields=fields, listed=listed, listed_more=listed_more, cancel=cancel)
+
+
 @router.post("/rejudge")
-async def rejudge(request: Request, id: int = Form(ge=1, le=2**31 - 1), csrf: str = Form("", max_length=128)):
+async def rejudge(request: Request, id: int = Form(ge=1, le=2**31 - 1), csrf: str = Form("", max_length=128),
+                  confirm: str = Confirm):
     account = await run_in_threadpool(_checked, request, csrf)
     if isinstance(account, Response):
         return account
     service = request.app.state.service
+    if confirm != CONFIRMED:
+        return await run_in_threadpool(_confirm_rejudge, request, account, id)
     try:
         ids = await run_in_threadpool(service.rejudge, [id])
     except LookupError:
@@ -144,22 +165,64 @@ async def rejudge(request: Request, id: int = Form(ge=1, le=2**31 - 1), csrf: st
     return _back("rejudged", ids[0])
 
 
+def _confirm_rejudge(request: Request, account, submission_id: int) -> Response:
+    """The confirmation of one submission's rejudge (or back with ``no_submission``)."""
+    try:
+        state = request.app.state.service.status(submission_id)
+    except LookupError:
+        return _back("no_submission", submission_id)
+    return confirm_page(request, account, heading=f"Rejudge submission {submission_id}", action="/admin/rejudge",
+                        lines=[f"Submission {submission_id} of {state['user']} is graded again from scratch.",
+                               f"Its current total ({views.score_text(state['total'])}) stays on the scoreboard "
+                               f"until the new grading finishes."],
+                        button=f"Rejudge submission {submission_id}", fields=(("id", str(submission_id)),))
+
+
 @router.post("/freeze")
-def freeze(request: Request, csrf: str = Form("", max_length=128)):
+def freeze(request: Request, csrf: str = Form("", max_length=128), confirm: str = Confirm):
     account = _checked(request, csrf)
     if isinstance(account, Response):
         return account
-    contest.freeze_now(request.app.state.service)
+    service = request.app.state.service
+    if confirm != CONFIRMED:
+        rules, now = contest.get_rules(service), datetime.now(UTC)
+        return confirm_page(request, account, heading="Freeze the scoreboard now", action="/admin/freeze",
+                            lines=[f"The public scoreboard counts only the submissions made before "
+                                   f"{views.time_text(now)} (when you confirm), until you unfreeze it.",
+                                   _schedule_line(rules, now),
+                                   "Contestants keep seeing their own results in full."],
+                            button="Freeze the scoreboard")
+    contest.freeze_now(service)
     return _back("frozen")
 
 
 @router.post("/unfreeze")
-def unfreeze(request: Request, csrf: str = Form("", max_length=128)):
+def unfreeze(request: Request, csrf: str = Form("", max_length=128), confirm: str = Confirm):
     account = _checked(request, csrf)
     if isinstance(account, Response):
         return account
-    contest.unfreeze(request.app.state.service)
+    service = request.app.state.service
+    if confirm != CONFIRMED:
+        rules, now = contest.get_rules(service), datetime.now(UTC)
+        return confirm_page(request, account, heading="Unfreeze the scoreboard", action="/admin/unfreeze",
+                            lines=["The public scoreboard counts every submission again, at once: everyone "
+                                   "sees the results hidden since the freeze.",
+                                   _schedule_line(rules, now, unfreezing=True)],
+                            button="Unfreeze the scoreboard")
+    contest.unfreeze(service)
     return _back("unfrozen")
+
+
+def _schedule_line(rules, now: datetime, unfreezing: bool = False) -> str:
+    """What a freeze (or an unfreeze) now does to the scheduled freeze, in words."""
+    if rules.freeze_at is None:
+        return "No freeze is scheduled."
+    when = views.time_text(rules.freeze_at)
+    if now < rules.freeze_at:
+        return f"The scheduled freeze at {when} stays: it still comes at its time."
+    if unfreezing:
+        return f"The scheduled freeze (since {when}) is lifted too."
+    return f"The scheduled freeze time ({when}) stays as it is."
 
 
 QuestionId = Path(ge=1, le=2**31 - 1)
