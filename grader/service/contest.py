@@ -23,7 +23,7 @@ row, so two concurrent submissions of one user cannot both pass a limit. Organis
 are not held to the window or the limits.
 
 Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``freeze_now``, ``unfreeze``, ``admit``, ``check``,
-``check_in``, ``allowance``, ``public_leaderboard``.
+``check_in``, ``allowance``, ``public_leaderboard``, ``jury_leaderboard``.
 """
 from __future__ import annotations
 
@@ -281,3 +281,17 @@ def public_leaderboard(database: Database, now: datetime | None = None) -> dict[
         cutoff = rules.leaderboard_cutoff(now)
         rows = leaderboard_query(session, created_before=cutoff)
     return {"frozen": cutoff is not None, "freeze_at": iso(cutoff or rules.freeze_at), "rows": plain_rows(rows)}
+
+
+def jury_leaderboard(database: Database, now: datetime | None = None) -> dict[str, Any]:
+    """The organisers' leaderboard, the freeze ignored (every submission counts, ``queries.leaderboard``'s
+    ranking): ``{"frozen", "freeze_at"`` (the public board's), ``"rows"``: each with ``public_rank`` and
+    ``public_total``, the same user's on the public board now (None: not on it)}``."""
+    public = public_leaderboard(database, now)
+    with database.read_session() as session:
+        rows = plain_rows(leaderboard_query(session))
+    shown = {row["user_id"]: row for row in public["rows"]}
+    for row in rows:
+        seen = shown.get(row["user_id"])
+        row["public_rank"], row["public_total"] = (seen["rank"], seen["total"]) if seen else (None, None)
+    return {"frozen": public["frozen"], "freeze_at": public["freeze_at"], "rows": rows}

@@ -59,6 +59,7 @@ class SubmissionRow(BaseModel):
     submission_id: int
     user_id: int
     user_name: str
+    display_name: str | None = None
     file_name: str
     sha256: str
     created: str
