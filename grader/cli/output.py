@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from grader.service.export import LEADERBOARD_COLUMNS, csv_text  # one CSV format, with the admin page's export
+from grader.csv_format import LEADERBOARD_COLUMNS, csv_text  # one CSV format, with the admin page's export
 
 # Not a terminal (a pipe, a log): 120 columns unless COLUMNS says otherwise, instead of rich's 80.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
