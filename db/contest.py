@@ -1,7 +1,8 @@
 """The contest's rules, kept in the database so that every server and worker process agrees (migration 0003).
 
 One row (`id` = 1) of `contest_settings`: the name, the window (`starts_at`, `ends_at`), the scoreboard
-freeze (`freeze_at`, and `unfrozen` once an organiser has lifted it), and the per-user submission limits
+freeze (the scheduled `freeze_at`, and `unfrozen` once an organiser has lifted it; `frozen_since`, the
+start of a freeze an organiser began by hand, migration 0009, kept apart so the schedule survives it), and the per-user submission limits
 (`min_interval_seconds`, `max_per_hour`, `max_pending`), and how many clarification requests a user may
 make in any hour (`max_questions_per_hour`, migration 0008). NULL means "no limit"; with no row at all every
 value is NULL, which is the behaviour of a service without a contest.
@@ -50,6 +51,7 @@ class ContestSettings(Base):
     ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     freeze_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     unfrozen: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    frozen_since: Mapped[datetime | None] = mapped_column(UTCDateTime())
     min_interval_seconds: Mapped[float | None] = mapped_column(Float)
     max_per_hour: Mapped[int | None] = mapped_column(Integer)
     max_pending: Mapped[int | None] = mapped_column(Integer)
@@ -57,8 +59,8 @@ class ContestSettings(Base):
     updated: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
-FIELDS = ("name", "starts_at", "ends_at", "freeze_at", "unfrozen", "min_interval_seconds", "max_per_hour",
-          "max_pending", "max_questions_per_hour")
+FIELDS = ("name", "starts_at", "ends_at", "freeze_at", "unfrozen", "frozen_since", "min_interval_seconds",
+          "max_per_hour", "max_pending", "max_questions_per_hour")
 _DEFAULTS: dict[str, Any] = {field: None for field in FIELDS} | {"unfrozen": False, "updated": None}
 _TABLE = ContestSettings.__table__
 

@@ -9,6 +9,7 @@ from db.contest import ContestSettings
 from db.locks import Lease
 from db.messages import Announcement, Clarification, MessageMark
 from db.outbox import OutboxRow
+from db.rejudge_batches import RejudgeBatch, RejudgeBatchItem
 from db.results import TestPointResult
 from db.submissions import Submission
 from db.traces import PointTrace
@@ -17,5 +18,6 @@ from db.web_sessions import WebSession
 
 metadata = Base.metadata
 
-__all__ = ["Announcement", "Base", "Clarification", "CompiledPoint", "ContestSettings", "Lease", "MessageMark", "OutboxRow", "PointTrace", "Submission",
+__all__ = ["Announcement", "Base", "Clarification", "CompiledPoint", "ContestSettings", "Lease", "MessageMark", "OutboxRow", "PointTrace",
+           "RejudgeBatch", "RejudgeBatchItem", "Submission",
            "TestPointResult", "User", "WebSession", "metadata"]

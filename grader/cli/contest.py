@@ -42,7 +42,8 @@ def _time(_ctx, _param, value):
 @click.option("--name", help="The contest's name (`none` clears).")
 @click.option("--start", callback=_time, help="ISO time with offset, e.g. 2026-12-06T09:00+08:00 (`none`: open).")
 @click.option("--end", callback=_time, help="ISO time with offset (`none`: no end).")
-@click.option("--freeze", callback=_time, help="Freeze the public leaderboard from this time (`none`: never).")
+@click.option("--freeze", callback=_time, help="The scheduled freeze: from this time the public leaderboard counts "
+              "only earlier submissions (`none`: never; `admin contest freeze` freezes now).")
 @click.option("--min-interval", callback=_number(float), help="Seconds between two submissions of a user.")
 @click.option("--max-per-hour", callback=_number(int), help="Submissions per user in any hour.")
 @click.option("--max-pending", callback=_number(int), help="Submissions per user not graded yet.")
@@ -78,8 +79,16 @@ def show(as_json: bool) -> None:
 
 
 @contest_group.command()
+def freeze() -> None:
+    """Freeze the scoreboard now (the scheduled --freeze time stays as it is)."""
+    with Service() as service:
+        _show(contest.freeze_now(service))
+
+
+@contest_group.command()
 def unfreeze() -> None:
-    """Lift the scoreboard freeze: the public leaderboard counts every submission again."""
+    """Lift the scoreboard freeze in force: the public leaderboard counts every submission again (before
+    the scheduled freeze time, that freeze still comes)."""
     with Service() as service:
         _show(contest.unfreeze(service))
 
@@ -88,7 +97,7 @@ def _show(rules: contest.Rules) -> None:
     plain = rules.to_dict()
     table = Table(title="Contest rules", title_justify="left", show_header=False)
     labels = {"name": "name", "starts_at": "start", "ends_at": "end", "freeze_at": "freeze",
-              "unfrozen": "unfrozen", "min_interval_seconds": "min interval (s)", "max_per_hour": "max per hour",
+              "unfrozen": "unfrozen", "frozen_since": "frozen by hand since", "min_interval_seconds": "min interval (s)", "max_per_hour": "max per hour",
               "max_pending": "max pending", "max_questions_per_hour": "max questions per hour"}
     for key, label in labels.items():
         value = plain[key]

@@ -9,8 +9,6 @@ escapes (``printable``), so a contestant's text cannot rewrite an organiser's te
 The same ``result_table`` renders ``kdt-grade local`` (``PointResult`` dicts) and ``kdt-grade status``
 (``Service.status``), so the two look alike and can be compared line by line.
 """
-import csv
-import io
 import json
 import os
 import re
@@ -22,6 +20,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from grader.csv_format import LEADERBOARD_COLUMNS, csv_text  # one CSV format, with the admin page's export
+
 # Not a terminal (a pipe, a log): 120 columns unless COLUMNS says otherwise, instead of rich's 80.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
 out = Console(highlight=False, soft_wrap=False, width=_WIDTH)
@@ -30,8 +30,6 @@ err = Console(stderr=True, highlight=False)
 _VERDICT_STYLE = {"AC": "green", "WA": "red", "CE": "yellow", "RE": "red", "TLE": "magenta", "MLE": "magenta",
                   "SV": "bold red", "IE": "bold blue"}
 _SCORE_KEYS = ("task1", "task2", "task3", "task4", "total")
-LEADERBOARD_COLUMNS = ["rank", "user_name", "submission_id", "created", "task1", "task2", "task3", "task4",
-                       "total"]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -50,15 +48,6 @@ def safe(value) -> str:
 def dump_json(data) -> None:
     """Print ``data`` as JSON on stdout (machine-readable; no colours)."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def csv_text(rows: list[dict], columns: list[str]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in columns})
-    return buffer.getvalue()
 
 
 def _num(value, digits=2) -> str:

@@ -11,15 +11,19 @@ set`` or the admin API; read by the server for each submission:
   refusal is 429 ``rate_limited`` / ``hourly_limit`` / ``too_many_pending`` with the seconds to wait;
 - questions: at most ``max_questions_per_hour`` clarification requests per user in any hour (what it
   means is ``grader.service.messages``');
-- freeze: from ``freeze_at`` on, the public leaderboard counts only submissions made before it, until an
-  organiser unfreezes it (``unfrozen``). A contestant still sees their own results in full.
+- freeze: from ``freeze_at`` on (the scheduled freeze, typically the last hour), the public leaderboard
+  counts only submissions made before it, until an organiser unfreezes it (``unfrozen``). An organiser may
+  also freeze it now (``freeze_now``): that freeze is stored apart (``frozen_since``), so the scheduled one
+  stays; ``unfreeze`` lifts the freeze now in force, and the scheduled one too only once its time has come
+  (unfreezing a manual freeze before ``freeze_at`` leaves the last hour's freeze to come). While both are
+  in force the earlier counts. A contestant still sees their own results in full.
 
 ``admit`` is the check ``Service.accept`` runs inside the intake's transaction, after locking the user's
 row, so two concurrent submissions of one user cannot both pass a limit. Organisers (admin accounts)
 are not held to the window or the limits.
 
-Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``unfreeze``, ``admit``, ``check``,
-``check_in``, ``allowance``, ``public_leaderboard``.
+Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``freeze_now``, ``unfreeze``, ``admit``, ``check``,
+``check_in``, ``allowance``, ``public_leaderboard``, ``jury_leaderboard``.
 """
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 
 
 HOUR = timedelta(hours=1)
+SETTABLE = tuple(field for field in contest_db.FIELDS if field != "frozen_since")  # set_rules' keys
 PENDING_RETRY_SECONDS = 15  # a submission is graded in about this time; then a pending slot may be free
 
 
@@ -52,6 +57,7 @@ class Rules:
     ends_at: datetime | None = None
     freeze_at: datetime | None = None
     unfrozen: bool = False
+    frozen_since: datetime | None = None
     min_interval_seconds: float | None = None
     max_per_hour: int | None = None
     max_pending: int | None = None
@@ -61,13 +67,23 @@ class Rules:
     def from_row(cls, row: dict[str, Any]) -> Rules:
         return cls(**{field: row[field] for field in contest_db.FIELDS})
 
-    def frozen(self, now: datetime) -> bool:
-        """True while the public leaderboard is frozen: past ``freeze_at`` and not unfrozen."""
+    def scheduled_freeze_in_force(self, now: datetime) -> bool:
+        """True from ``freeze_at`` on, until an organiser lifted it (``unfrozen``)."""
         return self.freeze_at is not None and now >= self.freeze_at and not self.unfrozen
 
+    def frozen(self, now: datetime) -> bool:
+        """True while the public leaderboard is frozen: by the schedule, or by an organiser's freeze."""
+        return self.leaderboard_cutoff(now) is not None
+
     def leaderboard_cutoff(self, now: datetime) -> datetime | None:
-        """The time before which submissions count on the public leaderboard (None: all count)."""
-        return self.freeze_at if self.frozen(now) else None
+        """The time before which submissions count on the public leaderboard (None: all count): the
+        earlier of the freezes in force (the scheduled one, the manual one)."""
+        in_force = []
+        if self.scheduled_freeze_in_force(now):
+            in_force.append(self.freeze_at)
+        if self.frozen_since is not None and now >= self.frozen_since:
+            in_force.append(self.frozen_since)
+        return min(in_force, default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, times as ISO 8601 strings."""
@@ -132,10 +148,11 @@ def _validated(current: Rules, changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def set_rules(database: Database, **changes: Any) -> Rules:
-    """Change the given rules (keys of ``Rules``; None clears one) and return the new rules. Setting
-    ``freeze_at`` also clears ``unfrozen``. Raises ``BadRequest`` for a negative interval, a limit below 1,
-    an end not after the start or an unknown field."""
-    unknown = set(changes) - set(contest_db.FIELDS)
+    """Change the given rules (keys of ``Rules`` but ``frozen_since``, which only ``freeze_now`` and
+    ``unfreeze`` set; None clears one) and return the new rules. Setting ``freeze_at`` (the schedule) also
+    clears ``unfrozen``. Raises ``BadRequest`` for a negative interval, a limit below 1, an end not after
+    the start or an unknown field."""
+    unknown = set(changes) - set(SETTABLE)
     if unknown:
         raise BadRequest(f"unknown contest settings {sorted(unknown)}")
     with database.session() as session:
@@ -143,10 +160,29 @@ def set_rules(database: Database, **changes: Any) -> Rules:
         return Rules.from_row(contest_db.update_contest(session, **_validated(current, changes)))
 
 
-def unfreeze(database: Database) -> Rules:
-    """Lift the freeze: the public leaderboard counts every submission again (until a new ``freeze_at``)."""
+def freeze_now(database: Database, now: datetime | None = None) -> Rules:
+    """Freeze the public leaderboard from ``now`` on (the admin page's button, ``admin contest freeze``,
+    ``POST /api/v1/admin/contest/freeze``), apart from the scheduled ``freeze_at``, which stays as it is.
+    Already frozen: nothing changes (the earlier freeze time stands)."""
+    now = now or utcnow()
     with database.session() as session:
-        return Rules.from_row(contest_db.update_contest(session, unfrozen=True))
+        current = Rules.from_row(contest_db.get_contest(session))
+        if current.frozen(now):
+            return current
+        return Rules.from_row(contest_db.update_contest(session, frozen_since=now))
+
+
+def unfreeze(database: Database, now: datetime | None = None) -> Rules:
+    """Lift the freeze in force: the public leaderboard counts every submission again. A manual freeze is
+    cleared; the scheduled one is lifted (``unfrozen``) only once its time has come, so unfreezing before
+    ``freeze_at`` keeps the last hour's freeze to come (a new ``freeze_at`` arms it again)."""
+    now = now or utcnow()
+    with database.session() as session:
+        current = Rules.from_row(contest_db.get_contest(session))
+        changes: dict[str, Any] = {"frozen_since": None}
+        if current.freeze_at is not None and now >= current.freeze_at:
+            changes["unfrozen"] = True
+        return Rules.from_row(contest_db.update_contest(session, **changes))
 
 
 def _window_refusal(rules: Rules, now: datetime) -> Refusal | None:
@@ -235,7 +271,8 @@ def allowance(database: Database, user_id: int, now: datetime | None = None) -> 
 
 
 def public_leaderboard(database: Database, now: datetime | None = None) -> dict[str, Any]:
-    """The public leaderboard: ``{"frozen": bool, "freeze_at": ISO or None, "rows": [...]}`` with the rows
+    """The public leaderboard: ``{"frozen": bool, "freeze_at": ISO or None (while frozen: the freeze in
+    force; else the scheduled one), "rows": [...]}`` with the rows
     of ``db.leaderboard`` (times as ISO strings), counting only submissions before the freeze while frozen.
     Organisers' accounts are not on it (their submissions are tests of the judge, not entries)."""
     now = now or utcnow()
@@ -243,4 +280,18 @@ def public_leaderboard(database: Database, now: datetime | None = None) -> dict[
         rules = Rules.from_row(contest_db.get_contest(session))
         cutoff = rules.leaderboard_cutoff(now)
         rows = leaderboard_query(session, created_before=cutoff)
-    return {"frozen": cutoff is not None, "freeze_at": iso(rules.freeze_at), "rows": plain_rows(rows)}
+    return {"frozen": cutoff is not None, "freeze_at": iso(cutoff or rules.freeze_at), "rows": plain_rows(rows)}
+
+
+def jury_leaderboard(database: Database, now: datetime | None = None) -> dict[str, Any]:
+    """The organisers' leaderboard, the freeze ignored (every submission counts, ``queries.leaderboard``'s
+    ranking): ``{"frozen", "freeze_at"`` (the public board's), ``"rows"``: each with ``public_rank`` and
+    ``public_total``, the same user's on the public board now (None: not on it)}``."""
+    public = public_leaderboard(database, now)
+    with database.read_session() as session:
+        rows = plain_rows(leaderboard_query(session))
+    shown = {row["user_id"]: row for row in public["rows"]}
+    for row in rows:
+        seen = shown.get(row["user_id"])
+        row["public_rank"], row["public_total"] = (seen["rank"], seen["total"]) if seen else (None, None)
+    return {"frozen": public["frozen"], "freeze_at": public["freeze_at"], "rows": rows}

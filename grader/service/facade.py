@@ -88,6 +88,7 @@ class Service(Database):
 
     # ---- organisers' operations --------------------------------------------------------------------
     rejudge = rejudging.rejudge
+    rejudge_filtered = rejudging.rejudge_filtered
     sweep = healing.sweep
     sweep_report = healing.sweep_report
     resume_interrupted = healing.resume_interrupted

@@ -1,13 +1,13 @@
 """The organisers' API (``/api/v1/admin``, an admin token needed): every submission, rejudge, users,
-the contest rules, unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
+the contest rules, freeze and unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from grader.refusals import NotFound
-from grader.service import accounts, contest, visibility
+from grader.service import accounts, contest, search, visibility
 from grader.service.accounts import Account
 from grader.service.rows import plain_rows
 from grader.web.http.auth import admin_account
@@ -20,10 +20,25 @@ router = APIRouter(prefix="/api/v1/admin", tags=["admin"], dependencies=[Depends
                    responses=error_responses(401, 403, 503))
 
 
-@router.get("/submissions", response_model=list[SubmissionRow])
-def all_submissions(request: Request) -> list[dict]:
-    """Every submission of every user, oldest first."""
-    return request.app.state.service.all_submissions()
+@router.get("/submissions", response_model=list[SubmissionRow], responses=error_responses(400))
+def all_submissions(request: Request, response: Response, user: str | None = None, verdict: str | None = None,
+                    task: str | None = None, since: str | None = None, until: str | None = None,
+                    page: str | None = None, per_page: str | None = None) -> list[dict]:
+    """Every submission of every user, oldest first; or those the filters keep: ``user`` (login name),
+    ``verdict`` (some current test point has it; with ``task``, a point of that task), ``task`` alone (a
+    score above 0 on it), ``since`` / ``until`` (ISO 8601 with an offset; created in [since, until)).
+    With ``page`` (from 1; ``per_page``, default 50, at most 500): that page, newest first, and the number
+    of matches in ``X-Total-Count``. A bad value: 400 with the reason."""
+    given = {"user": user, "verdict": verdict, "task": task, "since": since, "until": until}
+    service = request.app.state.service
+    if page is None and per_page is None and all(value is None for value in given.values()):
+        return service.all_submissions()
+    query = search.parse_query(**given, page=page, per_page=per_page)
+    if page is None and per_page is None:
+        return search.every_match(service, query)
+    found = search.search(service, query)
+    response.headers["X-Total-Count"] = str(found["total"])
+    return found["rows"]
 
 
 @router.get("/submissions/{submission_id}", response_model=Status, responses=error_responses(404, 422))
@@ -71,7 +86,14 @@ def change_rules(request: Request, body: RulesChange) -> dict:
     return contest.set_rules(request.app.state.service, **changes).to_dict()
 
 
+@router.post("/contest/freeze", response_model=Rules)
+def freeze(request: Request) -> dict:
+    """Freeze the scoreboard now; the scheduled freeze (``freeze_at``) stays as it is."""
+    return contest.freeze_now(request.app.state.service).to_dict()
+
+
 @router.post("/contest/unfreeze", response_model=Rules)
 def unfreeze(request: Request) -> dict:
-    """Lift the scoreboard freeze: the public leaderboard counts every submission again."""
+    """Lift the scoreboard freeze in force: the public leaderboard counts every submission again. Before
+    the scheduled freeze's time, that freeze stays to come."""
     return contest.unfreeze(request.app.state.service).to_dict()

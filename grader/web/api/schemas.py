@@ -62,6 +62,7 @@ class SubmissionRow(BaseModel):
     submission_id: int
     user_id: int
     user_name: str
+    display_name: str | None = None
     file_name: str
     sha256: str
     created: str
@@ -213,8 +214,9 @@ class Rules(BaseModel):
     name: str | None
     starts_at: str | None
     ends_at: str | None
-    freeze_at: str | None
-    unfrozen: bool
+    freeze_at: str | None = Field(description="the scheduled freeze (the last hour's)")
+    unfrozen: bool = Field(description="the scheduled freeze was lifted")
+    frozen_since: str | None = Field(description="the start of a freeze an organiser began by hand, if one is on")
     min_interval_seconds: float | None
     max_per_hour: int | None
     max_pending: int | None

@@ -14,14 +14,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grader.web.http import error_responses
 
-from . import admin, api_reference, contestant, messages, public
+from . import admin, admin_board, api_reference, contestant, messages, public
 from .base import PAGE_HEADERS, error_page
 from .render import STATIC, render
 from .scoreboard import Scoreboards
 
 
 def install_pages(app: FastAPI) -> None:
-    """Mount ``/`` (public pages), the contestants' pages, ``/messages``, ``/admin``, ``/api/v1/docs`` and
+    """Mount ``/`` (public pages), the contestants' pages, ``/messages``, ``/admin`` (with the jury's
+    ``/admin/scoreboard``), ``/api/v1/docs`` and
     ``/static``."""
     app.state.scoreboards = Scoreboards(app.state.service)
     app.state.message_stamps = messages.Stamps(app.state.service)
@@ -29,6 +30,7 @@ def install_pages(app: FastAPI) -> None:
     app.include_router(contestant.router)
     app.include_router(messages.router)
     app.include_router(admin.router)
+    app.include_router(admin_board.router)
     app.include_router(api_reference.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route("/favicon.ico", lambda: Response(status_code=204), include_in_schema=False)

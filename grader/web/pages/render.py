@@ -144,9 +144,24 @@ def live_document(state: dict, frames: dict) -> dict:
 
 def submission_row(row: dict) -> dict:
     """A row of a submissions list (``db.all_submissions`` data) as display data."""
-    return {"id": row["submission_id"], "user": row.get("user_name", ""), "file_name": row["file_name"],
+    return {"id": row["submission_id"], "user": row.get("user_name", ""), "display_name": row.get("display_name") or "",
+            "file_name": row["file_name"],
             "created": row["created"], "created_text": time_text(row["created"]), "status": row["status"],
             "tasks": [score_text(row[f"task{t}"]) for t in TASKS], "total": score_text(row["total"])}
+
+
+def verdict_options() -> list[dict]:
+    """The point verdicts as the filter form's options: ``{"value": "WA", "label": "WA (wrong answer)"}``."""
+    return [{"value": v, "label": f"{v} ({Verdict(v).description})"} for v in VERDICTS]
+
+
+def comparison_view(batch: dict) -> dict:
+    """``search.rejudge_comparison`` as display data (scores as text, the change signed)."""
+    rows = [{**r, "before": score_text(r["total_before"]), "after": score_text(r["total_after"]),
+             "change": "" if r["change"] is None else f"{r['change']:+.2f}",
+             "moved": r["change"] is not None and abs(r["change"]) >= 0.005} for r in batch["rows"]]
+    return {**batch, "rows": rows, "created_text": time_text(batch["created"]),
+            "finished": batch["regraded"] == batch["count"]}
 
 
 def banner_view(rules, now: datetime) -> dict:
@@ -158,10 +173,11 @@ def banner_view(rules, now: datetime) -> dict:
         phase, left = "ended", 0
     else:
         phase, left = "running", (ends - now).total_seconds() if ends is not None else 0
+    freeze = rules.leaderboard_cutoff(now) or rules.freeze_at  # in force, else the scheduled one
     return {"phase": phase, "left_text": duration_text(left), "frozen": rules.frozen(now),
             "starts_at": starts.isoformat() if starts else "", "starts_text": time_text(starts),
             "ends_at": ends.isoformat() if ends else "", "ends_text": time_text(ends),
-            "freeze_at": rules.freeze_at.isoformat() if rules.freeze_at else "", "freeze_text": time_text(rules.freeze_at)}
+            "freeze_at": freeze.isoformat() if freeze else "", "freeze_text": time_text(freeze)}
 
 
 def allowance_view(allowance: dict, now: datetime) -> dict:

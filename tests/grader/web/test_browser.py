@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+import db
+
 from grader.judging import trace_record as traces
 from judger.grading import grade_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
@@ -252,3 +254,47 @@ def test_the_rules_page_at_desktop_width(server, browser):
     assert limits.locator('tr[data-key="max_questions_per_hour"] td').inner_text() == "no limit"
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # no sideways scrolling at desktop width
     page.screenshot(path=str(ARTIFACTS / "rules.png"), full_page=True)
+
+
+def test_the_admin_filters_the_submissions_and_confirms_a_rejudge_in_the_browser(server, browser):
+    """An organiser filters the submissions list (a verdict and a task, with the form's selects), asks to
+    rejudge the filtered set, reads the confirmation (nothing changed yet), confirms, and watches the
+    before/after page finish by itself (it reloads until every submission is regraded). Screenshots:
+    ``admin-filter.png`` (the filtered list), ``admin-confirm.png``, ``admin-rejudge.png``."""
+    root = server.add_user("root", admin=True)
+    alice, bob = server.add_user("alice", display_name="Alice Zhang"), server.add_user("bob", display_name="Bob Li")
+    ids = {name: api_submit(server, token, path) for name, token, path in
+           (("alice", alice, VADD_ONLY), ("bob", bob, ROOT / "tests" / "grader" / "web" / "fixtures" / "nothing.py"))}
+    for name, token in (("alice", alice), ("bob", bob)):
+        wait_until(lambda t=token, n=name: api_status(server, t, ids[n])["status"] == "done", 300, f"{name}'s grading")
+
+    page = log_in(browser, server, root)
+    page.goto(f"{server.url}/admin")
+    expect(page.locator("#all-submissions tbody tr")).to_have_count(2)
+    page.select_option("#f-verdict", "CE")
+    page.select_option("#f-task", "1")
+    page.click("#filter button[type=submit]")
+    page.wait_for_url("**/admin?*verdict=CE*")
+    rows = page.locator("#all-submissions tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", str(ids["bob"]))
+    expect(rows.first.locator("td").nth(1)).to_have_text("bob (Bob Li)")
+    expect(page.locator("#listing-summary")).to_contain_text("1 match (submissions with a point judged CE in task 1)")
+    page.locator("#submissions").screenshot(path=str(ARTIFACTS / "admin-filter.png"))
+
+    page.click("#rejudge-filtered button")
+    expect(page.locator("h1")).to_have_text("Rejudge 1 submission(s)?")
+    expect(page.locator("#not-yet")).to_have_text("Nothing has been changed yet: this needs your confirmation.")
+    expect(page.locator("#confirm-list tbody tr")).to_have_count(1)
+    page.screenshot(path=str(ARTIFACTS / "admin-confirm.png"), full_page=True)
+    with server.deployment.service.session() as session:
+        assert db.get_submission(session, ids["bob"])["generation"] == 0  # not rejudged yet
+
+    page.click("#confirm-form button")
+    page.wait_for_url(f"{server.url}/admin/rejudges/1")
+    expect(page.locator("#rejudge")).to_have_attribute("data-finished", "yes", timeout=120_000)
+    expect(page.locator("#rejudge-progress")).to_contain_text("1 of 1 regraded · 0 totals changed")
+    cells = page.locator("#comparison tbody tr").first.locator("td")
+    expect(cells.nth(3)).to_have_text("0.00")
+    expect(cells.nth(4)).to_have_text("0.00")
+    page.screenshot(path=str(ARTIFACTS / "admin-rejudge.png"), full_page=True)

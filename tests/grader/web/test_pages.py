@@ -210,7 +210,7 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
     csrf = csrf_of(page.text)
 
     assert admin.post("/admin/rejudge", data={"id": 1, "csrf": "bad"}).status_code == 403
-    done = admin.post("/admin/rejudge", data={"id": 1, "csrf": csrf})
+    done = admin.post("/admin/rejudge", data={"id": 1, "csrf": csrf, "confirm": "yes"})
     # the notice is a code (pages_admin.NOTICES), never text carried by the link
     assert done.status_code == 303 and done.headers["location"] == "/admin?notice=rejudged&id=1"
     assert "Submission 1 is queued for rejudging." in admin.get(done.headers["location"]).text
@@ -218,14 +218,14 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
     api = httpx.get(f"{server.url}/api/v1/submissions/1", headers={"Authorization": f"Bearer {alice}"}).json()
     assert [p["verdict"] for p in api["points"]] == ["AC", "AC"] + ["CE"] * 8 and api["status"] == "done"
 
-    assert admin.post("/admin/freeze", data={"csrf": csrf}).status_code == 303
+    assert admin.post("/admin/freeze", data={"csrf": csrf, "confirm": "yes"}).status_code == 303
     assert "The scoreboard is frozen since" in admin.get("/admin").text
     bob = server.client(server.add_user("bob"))
     submit_page(bob)  # after the freeze: bob sees his result, the public board does not show it
     wait_done(bob, 2)
     public = wait_until(lambda: (r := httpx.get(f"{server.url}/")).status_code == 200 and r.text, 5, "the board")
     assert 'id="frozen-notice"' in public and 'data-user="alice"' in public and 'data-user="bob"' not in public
-    assert admin.post("/admin/unfreeze", data={"csrf": csrf}).status_code == 303
+    assert admin.post("/admin/unfreeze", data={"csrf": csrf, "confirm": "yes"}).status_code == 303
 
     def unfrozen():
         html = httpx.get(f"{server.url}/").text
