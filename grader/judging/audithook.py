@@ -2,8 +2,8 @@
 
 ``install(allowed_roots)`` records every security-relevant event the submission triggers and refuses the
 clearly hostile ones (network, processes, signals, native code, writes, reads outside the allowed
-roots) by raising ``PermissionError``. What it saw is reported back with the results; the parent turns
-any refused event into verdict ``SV``.
+roots) by raising ``PermissionError``. Each refused event is reported to the parent as it happens, and
+all it saw with the results; the parent turns any refused event into verdict ``SV``.
 
 The hook is an object in the submission's own process. Code that got past the static audit to the
 builtins or to ``gc`` can find it and switch it off (an exploit did that with ``gc.get_objects()``,
@@ -39,16 +39,22 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
 class Recorder:
-    """Collects ``{"event", "detail", "blocked"}`` records (at most ``limit``)."""
+    """Collects ``{"event", "detail", "blocked"}`` records (at most ``limit``); ``sink(record)``, when
+    given, gets each one at once (the compile child writes it to the parent straight away, so a run that
+    dies or is killed later still reports what was refused)."""
 
-    def __init__(self, allowed_roots, limit: int = 100):
+    def __init__(self, allowed_roots, limit: int = 100, sink=None):
         self.allowed = tuple(os.path.realpath(r) + os.sep for r in allowed_roots)
         self.events: list = []
         self.limit = limit
+        self.sink = sink
 
     def note(self, event: str, detail: str, blocked: bool) -> None:
         if len(self.events) < self.limit:
-            self.events.append({"event": event, "detail": detail[:300], "blocked": blocked})
+            record = {"event": event, "detail": detail[:300], "blocked": blocked}
+            self.events.append(record)
+            if self.sink is not None:
+                self.sink(record)
 
     def __call__(self, event: str, args) -> None:
         if event == "open":
@@ -77,9 +83,10 @@ class Recorder:
             raise PermissionError(f"blocked by the judge's sandbox: open {path!r}")
 
 
-def install(allowed_roots) -> Recorder:
-    """Install the hook (permanently, as audit hooks are) and return its recorder."""
-    recorder = Recorder(allowed_roots)
+def install(allowed_roots, sink=None) -> Recorder:
+    """Install the hook (permanently, as audit hooks are) and return its recorder (``sink``: see
+    ``Recorder``)."""
+    recorder = Recorder(allowed_roots, sink=sink)
     sys.addaudithook(recorder)
     return recorder
 

@@ -26,6 +26,7 @@ SUBMISSION_NAME = "submission.py"
 WARM_MODULES = ("argparse", "json", "numpy", "torch", "kdt", "judger.grading", "judger.tasks",
                 "kdt.simulator.launch", "grader.judging.audithook")
 MAX_MESSAGE_CHARS = 20_000  # of a point's message (what the child reports, the audit's report)
+MAX_EVENTS = 1000  # audit hook events kept of one compile run
 # What the child may claim for a test point: only what a contestant may claim.
 _VERDICTS_FROM_CHILD = ("CE",)
 # A result line is parsed (json.loads, in this trusted process) only if it can hold an IR the loader
@@ -94,7 +95,7 @@ def _explain(result, limits: SandboxLimits):
 def _parse_results(data: bytes, wanted: set):
     """``(kernels, events, problem, ready)``; ``problem`` names the first sign of tampering, else '';
     ``ready``: the child's first line said the judge's code was loaded."""
-    kernels, events = {}, []
+    kernels, events, seen = {}, [], set()
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
@@ -109,10 +110,15 @@ def _parse_results(data: bytes, wanted: set):
             return {}, [], f"line {n} is not JSON", True
         if not isinstance(record, dict):
             return {}, [], f"line {n} is not an object", True
-        if set(record) == {"events"}:
-            events = _events(record["events"])
-            if events is None:
+        if set(record) in ({"events"}, {"event"}):  # the final list, or one refused event as it happened
+            more = _events(record["events"] if "events" in record else [record["event"]])
+            if more is None:
                 return {}, [], "malformed event list", True
+            for e in more:  # the final list repeats the streamed ones; at most MAX_EVENTS are kept
+                key = (e["event"], e["detail"], e["blocked"])
+                if key not in seen and len(events) < MAX_EVENTS:
+                    seen.add(key)
+                    events.append(e)
             continue
         key = (record.get("task"), record.get("point"))
         if key not in wanted or key in kernels:
@@ -136,7 +142,7 @@ def _point(record):
 
 
 def _events(raw):
-    if not isinstance(raw, list) or len(raw) > 1000:
+    if not isinstance(raw, list) or len(raw) > MAX_EVENTS:
         return None
     out = []
     for e in raw:

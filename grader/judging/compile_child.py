@@ -8,6 +8,7 @@ compiled, so a submission that later hangs or crashes keeps the points it finish
     {"task": 1, "point": 0, "ir": {...}}                     compiled (kdt IR as plain data)
     {"task": 1, "point": 0, "error": {"verdict": "CE", "message": "..."}}   (CE only: ``_emit``)
     {"ready": true}                                          first line: the judge's code is loaded
+    {"event": {"event", "detail", "blocked"}}                 a refused event, as it happens
     {"events": [{"event", "detail", "blocked"}, ...]}        last line: what the audit hook saw
 
 A child that dies before its ``ready`` line (an import of torch over the memory limit, an install the
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     source = os.path.abspath(args.submission)
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; the child must write nothing
     prepare_blas_control()  # the simulator's own ctypes loads happen now, before the hook (autotuning kernels)
-    events = audithook.install(_allowed_roots(source)).events
+    events = audithook.install(_allowed_roots(source), sink=lambda record: _report_event(out, record)).events
     # Our own code is loaded: from here on a death is the submission's doing, before it the judge's.
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()
@@ -59,6 +60,13 @@ def main(argv=None) -> int:
         out.write(json.dumps({"events": events}) + "\n")
         out.flush()
     return 0
+
+
+def _report_event(out, record) -> None:
+    """Write one refused event to the parent at once (``{"event": {...}}``): a run killed later by a limit
+    must not take what the hook refused with it."""
+    out.write(json.dumps({"event": record}) + "\n")
+    out.flush()
 
 
 def _compile_all(source, points, out, point_seconds):

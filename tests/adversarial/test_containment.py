@@ -152,6 +152,29 @@ def test_a_memory_fan_out_at_compile_time_is_the_contestants_compile_error():
     assert our_cgroups() == []
 
 
+def test_an_operation_the_hook_refused_is_sv_even_when_the_run_is_killed_afterwards():
+    """Attacker review: the hook's events reached the judge only in the child's last line, so a submission
+    that caught the refusal and then spun until the whole run's CPU limit killed it got AC on the points
+    compiled before and CE on the rest. Now each refused event is written to the judge at once: SV."""
+    source = textwrap.dedent("""
+        import os
+        def get_kernel(task_id):
+            try:
+                os.system("true")          # refused by the audit hook (the static audit is not run here)
+            except PermissionError:
+                pass
+            while True:                    # the run's CPU limit ends it before its final report
+                pass
+    """).encode()
+    outcome = compile_submission(source, [(1, 0), (1, 1)], SandboxLimits(cpu_seconds=3, wall_seconds=30))
+    assert outcome.run.status == "cpu_limit" or outcome.run.signal_name == "SIGXCPU", outcome.run  # killed
+    assert [e["event"] for e in outcome.events if e["blocked"]] == ["os.system"]
+    for point in ((1, 0), (1, 1)):
+        failure = outcome.kernels[point]
+        assert failure.verdict == "SV" and "os.system" in failure.message, failure
+    assert our_cgroups() == []
+
+
 def test_a_process_fan_out_is_capped_by_pids_max():
     limits = SandboxLimits(cpu_seconds=5, wall_seconds=20, processes=32)
     r = run("""

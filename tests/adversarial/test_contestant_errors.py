@@ -88,3 +88,22 @@ def test_a_front_end_fault_seen_in_the_child_is_reported_as_ce_with_what_happene
     assert kernels == {(1, 0): Failure("CE", compile_child.FRONT_END_FAULT
                                        + "InternalError: Line 3, Col 1, internal error: boom")}
     assert "not your fault" not in kernels[(1, 0)].message
+
+
+def test_event_lines_a_child_forges_are_kept_once_and_at_most_max_events():
+    """The child reports each refused event at once (``{"event": ...}``) and all of them again at the end; a
+    hostile child may write as many such lines as its result limit allows. They are merged without
+    duplicates and at most ``MAX_EVENTS`` are kept, in one pass (no work per pair of lines)."""
+    from grader.judging.compile import MAX_EVENTS
+
+    one = b'{"event": {"event": "os.system", "detail": "x", "blocked": true}}\n'
+    many = b"".join(b'{"event": {"event": "os.system", "detail": "%d", "blocked": true}}\n' % i
+                    for i in range(50_000))
+    final = b'{"events": [{"event": "os.system", "detail": "x", "blocked": true}]}\n'
+    _, events, problem, ready = _parse_results(b'{"ready": true}\n' + one + one + final, {(1, 0)})
+    assert (problem, ready) == ("", True)
+    assert events == [{"event": "os.system", "detail": "x", "blocked": True}]
+    _, events, problem, _ = _parse_results(b'{"ready": true}\n' + many, {(1, 0)})
+    assert problem == "" and len(events) == MAX_EVENTS == 1000 and events[-1]["detail"] == "999"
+    _, _, problem, _ = _parse_results(b'{"ready": true}\n{"event": {"event": 1}}\n', {(1, 0)})
+    assert problem == "malformed event list"
