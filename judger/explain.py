@@ -2,6 +2,7 @@
 
     explanation(profile) -> dict           # the JSON form (``--json``)
     format_explanation(expl) -> [str]       # the lines printed under the test point
+    legend_lines() -> [str]                 # the words they use, printed once after them
 
 Cycles are the simulator's (spec kdt-semantics.md §4); the causes are ``kdt.simulator.explain``'s.
 """
@@ -54,7 +55,10 @@ def format_explanation(expl: dict | None, top: int = 3) -> list:
              f"busiest SM){ratio}; utilisation {util}"]
     path = expl["path_lines"][:top]
     if path:
-        lines.append(f"    critical path of job 0 ({expl['job_cycles']:,} cycles): " + ", ".join(
+        whole = (f"{expl['job_cycles']:,} cycles" if expl["job_cycles"] == expl["kernel_cycles"] else
+                 f"{expl['job_cycles']:,} of the launch's {expl['kernel_cycles']:,} cycles: an SM runs its jobs "
+                 "one after another")
+        lines.append(f"    critical path of job 0 ({whole}): " + ", ".join(
             f"line {p['line']} {'/'.join(p['ops'])} {100 * p['share']:.1f}%" for p in path))
     stalls = {c: n for c, n in expl["stall_cycles"].items() if n}
     jobs = expl.get("traced_jobs", 1)
@@ -63,9 +67,29 @@ def format_explanation(expl: dict | None, top: int = 3) -> list:
         lines.append(f"    stall cycles of the issue unit{over}: " + ", ".join(
             f"{c} {n:,}" for c, n in sorted(stalls.items(), key=lambda kv: -kv[1])))
     for e in expl["top_lines"]["caused"][:top]:
-        cause, cycles = next(iter(e["causes"].items()))
-        many = len(e["other"]) > 1
-        waiting = ("lines " if many else "line ") + ", ".join(str(ln) for ln in e["other"])
         lines.append(f"    line {e['line']} ({'/'.join(e['ops'])}) holds up others {e['cycles']:,} cycles{over}: "
-                     f"{waiting} {CAUSE_TEXT[cause][many]} ({cause} {cycles:,})")
+                     + "; ".join(_waiting(b) for b in e["by_cause"]))
     return lines
+
+
+def _waiting(by_cause: dict) -> str:
+    """``line 53 waits for its output to be read (war 589,536)``: the lines one cause holds up."""
+    many = len(by_cause["lines"]) > 1
+    waiting = ("lines " if many else "line ") + ", ".join(str(ln) for ln in by_cause["lines"])
+    return f"{waiting} {CAUSE_TEXT[by_cause['cause']][many]} ({by_cause['cause']} {by_cause['cycles']:,})"
+
+
+# Printed once under the explanations (``--explain``): the words they use.
+LEGEND = ("why: cycles are the simulated KDT-TPU's; bound = the busy cycles of the busiest unit on the busiest "
+          "SM, which no schedule of these instructions beats; ISU = the issue unit (one instruction a cycle, in "
+          "order); a stall is a cycle it waits: raw = for an input still being written, war = for its output "
+          "buffer still being read, waw = for its output still being written, unit = for a busy VXM/MXM; "
+          "'holds up others' counts the waits a line causes; the critical path is the chain of waits from "
+          "job 0's last finish back to its start")
+
+
+def legend_lines(width: int = 110) -> list:
+    """``LEGEND`` wrapped to ``width`` columns."""
+    import textwrap
+
+    return textwrap.wrap(LEGEND, width)

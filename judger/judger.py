@@ -39,7 +39,7 @@ try:
     from judger.grading import CompileFailed, compile_failed_result, grade_point, kernel_for_task, load_submission, \
         summarize
     from judger.testdata import limit_threads
-    from judger.explain import explanation, format_explanation, profile_for_explain
+    from judger.explain import explanation, format_explanation, legend_lines, profile_for_explain
     from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S
     from judger.verdicts import PointResult, Verdict
 except ModuleNotFoundError as _missing:  # run by a Python without torch (or numpy, ...): one line, not a traceback
@@ -233,6 +233,8 @@ def main(argv=None) -> int:
     else:
         run(args.kernel_impl_path, task_ids, print_ir=args.print_ir, profile_dir=args.profile_path,
             timeout=args.timeout, out=sys.stdout, kernel_out=sys.stdout, explanations=explanations, jobs=args.jobs)
+        if explanations:
+            print("\n" + "\n".join(legend_lines()))
     return 0
 
 

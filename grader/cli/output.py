@@ -81,7 +81,7 @@ def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
     optionally ``state``; ``tasks``: ``{id: {"name", "weight", "score"}}``."""
     table = Table(title=safe(title), title_justify="left")
     for name, justify in (("task", "right"), ("point", "right"), ("verdict", "left"), ("cycles", "right"),
-                          ("MXM", "right"), ("score", "right"), ("for 100", "right"), ("for +10", "right"),
+                          ("MXM", "right"), ("score", "right"), ("cycles for 100", "right"), ("cycles for +10", "right"),
                           ("message", "left")):
         table.add_column(name, justify=justify, overflow="fold" if name == "message" else "ellipsis")
     for p in points:
@@ -123,7 +123,7 @@ def print_explanations(points: list[dict], explanations: dict) -> None:
     """Under a heading per test point (``task.point``, verdict, cycles), why it takes its cycles
     (``judger.explain.format_explanation`` of ``explanations["TASK.POINT"]``); points that ran nothing
     are left out."""
-    from judger.explain import format_explanation  # imports kdt: only `local --explain` needs it
+    from judger.explain import format_explanation, legend_lines  # imports kdt: only `local --explain` needs it
 
     for p in points:
         expl = explanations.get(f"{p['task']}.{p['point']}")
@@ -131,6 +131,8 @@ def print_explanations(points: list[dict], explanations: dict) -> None:
             out.print(f"\n[bold]{p['task']}.{p['point']}[/bold] {safe(p['verdict'])}, {p['cycles']:,} cycles")
             for line in format_explanation(expl):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if explanations:
+        out.print("\n" + "\n".join(legend_lines()), markup=False, highlight=False, soft_wrap=True)
 
 
 def print_messages(points: list[dict]) -> None:

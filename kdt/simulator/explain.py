@@ -109,8 +109,9 @@ def bound(raws: dict, runs: list) -> dict:
 def top_lines(raws: dict, n: int = 5) -> dict:
     """Source lines ranked by the stall cycles they ``caused`` (as the gate of a waiting instruction) and
     ``suffered`` (as the waiting instruction), over the traced jobs. Each entry: ``line``, ``ops`` (the
-    instructions on it), ``cycles``, ``causes`` (cycles by cause) and ``other`` (the lines on the other
-    side: the waiting lines of a cause, the gating lines of a sufferer), largest first. Entries without
+    instructions on it), ``cycles``, ``causes`` (cycles by cause), ``other`` (the lines on the other
+    side: the waiting lines of a cause, the gating lines of a sufferer) and ``by_cause`` (per cause, its
+    ``cycles`` and the ``lines`` on the other side through that cause), largest first. Entries without
     stall reasons count nothing."""
     sides = {"caused": {}, "suffered": {}}
     for raw in raws.values():
@@ -126,14 +127,20 @@ def top_lines(raws: dict, n: int = 5) -> dict:
 
 
 def _add(lines: dict, line, op, cause, wait, other) -> None:
-    e = lines.setdefault(line, {"ops": Counter(), "cycles": 0, "causes": Counter(), "other": Counter()})
+    e = lines.setdefault(line, {"ops": Counter(), "cycles": 0, "causes": Counter(), "other": Counter(),
+                                "pairs": Counter()})
     e["ops"][op] += 1
     e["cycles"] += wait
     e["causes"][cause] += wait
     if other is not None:
         e["other"][other] += wait
+        e["pairs"][cause, other] += wait
 
 
 def _entry(line, e) -> dict:
+    by_cause = [{"cause": cause, "cycles": cycles,
+                 "lines": [ln for (c, ln), _ in e["pairs"].most_common() if c == cause][:3]}
+                for cause, cycles in e["causes"].most_common()]
     return {"line": line, "ops": sorted(e["ops"], key=lambda o: -e["ops"][o]), "cycles": e["cycles"],
-            "causes": dict(e["causes"].most_common()), "other": [ln for ln, _ in e["other"].most_common(3)]}
+            "causes": dict(e["causes"].most_common()), "other": [ln for ln, _ in e["other"].most_common(3)],
+            "by_cause": by_cause}

@@ -109,3 +109,18 @@ def test_an_untraced_job_has_no_stalls():
     r = run_case("c03_greedy_sm_assignment")
     with pytest.raises(KeyError):
         r["profile"].stalls(5)
+
+
+def test_the_lines_a_line_holds_up_are_kept_apart_by_cause():
+    """c20 (double-buffered matmul, 4 jobs on 2 SMs): the matmul of line 34 holds up 16,368 cycles over the
+    4 jobs, through three causes with their own waiting lines: the next load into its operand (line 32,
+    WAR 8,184), its own next accumulate (line 34, WAW 4,092) and the store of its result (line 35, RAW
+    4,092). A fresh reader of `--explain` took the store for a WAR wait when the causes were pooled."""
+    prof = run_case("c20_double_buffered_matmul")["profile"]
+    (first, second) = prof.explain(top=2)["top_lines"]["caused"]
+    assert (first["line"], first["cycles"], first["causes"]) == (34, 16368, {"war": 8184, "waw": 4092, "raw": 4092})
+    assert first["by_cause"] == [{"cause": "war", "cycles": 8184, "lines": [32]},
+                                 {"cause": "waw", "cycles": 4092, "lines": [34]},
+                                 {"cause": "raw", "cycles": 4092, "lines": [35]}]
+    assert sum(b["cycles"] for b in first["by_cause"]) == first["cycles"]
+    assert second["by_cause"] == [{"cause": "raw", "cycles": 1188, "lines": [34]}]

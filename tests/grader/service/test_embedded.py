@@ -115,7 +115,8 @@ def test_local_explain_says_what_the_judger_says_for_every_point():
         "1.0 AC, 332 cycles",
         "    why: 332 cycles; bound 128 (VXM busy cycles on the busiest SM) = 2.59x the bound; utilisation "
         "MEM 60.8%, VXM 38.6%, ISU 2.4%, MXM 0.0%",
-        "    critical path of job 0 (166 cycles): line 29 add 38.6%, line 28 load 30.1%, line 30 store 30.1%",
+        "    critical path of job 0 (166 of the launch's 332 cycles: an SM runs its jobs one after another): "
+        "line 29 add 38.6%, line 28 load 30.1%, line 30 store 30.1%",
         "    stall cycles of the issue unit, summed over the 2 jobs: raw 224",
         "    line 29 (add) holds up others 126 cycles, summed over the 2 jobs: line 30 waits for its input to be "
         "written (raw 126)",

@@ -115,7 +115,7 @@ def test_a_graded_baseline_point_says_how_many_cycles_it_needs(tmp_path):
     table = run_cli(["local", BASELINE, "--task", "1"], env).stdout
     head = next(line for line in table.splitlines() if "verdict" in line)
     assert [cell.strip() for cell in head.strip("┃ ").split("┃")][:8] == [
-        "task", "point", "verdict", "cycles", "MXM", "score", "for 100", "for +10"]
+        "task", "point", "verdict", "cycles", "MXM", "score", "cycles for 100", "cycles for +10"]
     rows = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in table.splitlines()
             if line.startswith("│    1 │")]
     assert [row[:8] for row in rows if row[1]] == [["1", "0", "AC", "332", "-", "100.00", "1919810", "-"],
