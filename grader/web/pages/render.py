@@ -2,7 +2,8 @@
 that turn the service's plain data into display strings, once, for the templates and the live JSON alike.
 
 - ``render(request, template, status=200, **context)``: an HTML response with ``account``, ``csrf``, the
-  contest's name and the server time in the context;
+  contest's name, the server time and the header's contest clock (``clock_view``: the countdown's text
+  and, for ``static/live.js``, the server's now and the contest's times) in the context;
 - ``point_view``, ``submission_view``, ``submission_row``, ``banner_view``, ``allowance_view``,
   ``rules_view``: display strings (cycles ``22,482``, scores ``37.30``, utilisation ``91.1%``, times ``2026-12-01 09:45:12 UTC``);
 - ``highlight(source)``: the source as Pygments HTML (line numbers), ``pygments_css()`` its stylesheet.
@@ -54,6 +55,7 @@ def render(request: Request, template: str, status: int = 200, *, account=None, 
     token = session.session_token(request)
     rules = context.pop("rules", None)
     html = environment.get_template(template).render(
+        clock=clock_view(rules, now) if rules is not None else None,
         account=account, csrf=csrf_for(token) if token and account else "",
         contest_name=(rules.name if rules is not None and rules.name else DEFAULT_NAME),
         version=package_version(), now_iso=now.isoformat(), now_text=time_text(now),
@@ -100,6 +102,60 @@ def duration_text(seconds: float) -> str:
     if minutes:
         return f"{minutes} min {secs:02d} s"
     return f"{secs} s"
+
+
+def countdown_text(seconds: float) -> str:
+    """A countdown as the header's clock shows it (``static/live.js`` writes the same): ``0:04:05``,
+    ``12:00:00``, ``3 d 04:05:06``."""
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{days} d {hours:02d}:{minutes:02d}:{secs:02d}" if days else clock
+
+
+def _ms(value: datetime | None) -> str:
+    """Milliseconds since the epoch of an aware time, as a data attribute ('' for None)."""
+    return "" if value is None else str(int(value.timestamp() * 1000))
+
+
+def clock_phase(rules, now: datetime) -> str:
+    """``before`` the start, ``running``, ``over`` from the end on (``open``: neither time is set)."""
+    if rules.starts_at is not None and now < rules.starts_at:
+        return "before"
+    if rules.ends_at is not None and now >= rules.ends_at:
+        return "over"
+    return "running" if rules.starts_at is not None or rules.ends_at is not None else "open"
+
+
+def clock_text(rules, now: datetime, freeze: datetime | None, frozen: bool) -> str:
+    """The header clock's text at ``now`` (what the page shows without JavaScript)."""
+    phase = clock_phase(rules, now)
+    if phase == "before":
+        return f"Starts in {countdown_text((rules.starts_at - now).total_seconds())}"
+    if phase == "over":
+        return "Contest over"
+    text = (f"Ends in {countdown_text((rules.ends_at - now).total_seconds())}" if rules.ends_at is not None
+            else "Running (no end time)")
+    if frozen:
+        return text + " \u00b7 scoreboard frozen"
+    if freeze is not None:
+        return text + f" \u00b7 freeze in {countdown_text((freeze - now).total_seconds())}"
+    return text
+
+
+def clock_view(rules, now: datetime) -> dict:
+    """The header's contest clock: its text at ``now`` and, for ``static/live.js``, the server's time and
+    the contest's times in milliseconds (the script ticks from the server's clock, not the browser's).
+    ``freeze``: the scheduled freeze still to come while running (not lifted, before the end)."""
+    freeze = rules.freeze_at
+    if freeze is None or rules.unfrozen or freeze <= now or (rules.ends_at is not None and freeze >= rules.ends_at):
+        freeze = None
+    frozen = rules.frozen(now)
+    return {"phase": clock_phase(rules, now), "text": clock_text(rules, now, freeze, frozen), "now_ms": _ms(now),
+            "starts_ms": _ms(rules.starts_at), "ends_ms": _ms(rules.ends_at), "freeze_ms": _ms(freeze),
+            "frozen": "1" if frozen else "0"}
 
 
 # ---- view models -----------------------------------------------------------------------------------

@@ -3,7 +3,72 @@
 // changed. A submission page being graded asks its status.json (304 while nothing changed). The
 // messages badge of a logged-in user asks /messages.json the same way (ETag, 304 while nothing changed). All text
 // is set with textContent: nothing from the server is parsed as HTML.
+// The header's contest clock ticks every second from the server's time (the page's data-now, kept as an
+// offset to the browser's clock, so a wrong browser clock does not matter) and says so when the contest
+// starts, the scoreboard freezes or the contest ends, without a reload; the footer's server time ticks too.
 "use strict";
+
+const pad2 = n => String(n).padStart(2, "0");
+
+// The same text as render.countdown_text: 0:04:05, 12:00:00, 3 d 04:05:06.
+function countdown(ms) {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const days = Math.floor(seconds / 86400), hours = Math.floor(seconds % 86400 / 3600);
+  const minutes = Math.floor(seconds % 3600 / 60), secs = seconds % 60;
+  if (days) return days + " d " + pad2(hours) + ":" + pad2(minutes) + ":" + pad2(secs);
+  return hours + ":" + pad2(minutes) + ":" + pad2(secs);
+}
+
+// The clock's state at server time `now` (ms): as render.clock_phase and render.clock_text.
+function clockState(times, now) {
+  if (times.starts !== null && now < times.starts)
+    return {phase: "before", frozen: false, text: "Starts in " + countdown(times.starts - now)};
+  if (times.ends !== null && now >= times.ends) return {phase: "over", frozen: false, text: "Contest over"};
+  const open = times.starts === null && times.ends === null;
+  let text = times.ends !== null ? "Ends in " + countdown(times.ends - now) : "Running (no end time)";
+  const frozen = times.frozen || (times.freeze !== null && now >= times.freeze);
+  if (frozen) text += " \u00b7 scoreboard frozen";
+  else if (times.freeze !== null) text += " \u00b7 freeze in " + countdown(times.freeze - now);
+  return {phase: open ? "open" : "running", frozen, text};
+}
+
+const NOTICES = {running: "The contest has started.", over: "The contest has ended.",
+                 frozen: "The scoreboard is now frozen: it shows only submissions made before this moment."};
+
+function serverTimeText(ms) {
+  return new Date(ms).toISOString().slice(0, 19).replace("T", " ") + " UTC";
+}
+
+function liveClock(clock) {
+  const number = name => clock.dataset[name] ? Number(clock.dataset[name]) : null;
+  const offset = Number(clock.dataset.now) - Date.now();  // server minus browser, fixed at load
+  const times = {starts: number("starts"), ends: number("ends"), freeze: number("freeze"),
+                 frozen: clock.dataset.frozen === "1"};
+  const footer = document.getElementById("server-time");
+  const notice = document.getElementById("clock-notice");
+  let last = clockState(times, Number(clock.dataset.now));
+  function say(text) {
+    notice.textContent = text;
+    notice.hidden = false;
+  }
+  function tick() {
+    const now = Date.now() + offset;
+    const state = clockState(times, now);
+    clock.textContent = state.text;
+    clock.dataset.phase = state.phase;
+    if (state.phase !== last.phase && NOTICES[state.phase]) say(NOTICES[state.phase]);
+    else if (state.frozen && !last.frozen && state.phase === "running") say(NOTICES.frozen);
+    last = state;
+    if (footer) {
+      footer.textContent = serverTimeText(now);
+      footer.dateTime = new Date(now).toISOString();
+    }
+    const left = document.querySelector("#banner .left");
+    if (left && times.ends !== null) left.textContent = countdown(times.ends - now);
+    setTimeout(tick, 1000 - (now % 1000) + 5);  // just after the server clock's next second
+  }
+  tick();
+}
 
 function cell(text, cls) {
   const td = document.createElement("td");
@@ -184,6 +249,8 @@ window.addEventListener("hashchange", openLinkedTimeline);
 
 document.addEventListener("DOMContentLoaded", () => {
   openLinkedTimeline();
+  const clock = document.getElementById("contest-clock");
+  if (clock) liveClock(clock);
   const badge = document.getElementById("msg-badge");
   if (badge) liveBadge(badge);
   const board = document.getElementById("scoreboard");
