@@ -13,13 +13,15 @@ inserted as-is is Pygments' output, which escapes the source itself.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 from pygments import highlight as pygments_highlight
@@ -199,11 +201,37 @@ def live_document(state: dict, frames: dict) -> dict:
 
 
 def submission_row(row: dict) -> dict:
-    """A row of a submissions list (``db.all_submissions`` data) as display data."""
+    """A row of a submissions list (``db.all_submissions`` data; with ``grader.service.glance``'s
+    ``verdicts``, ``pending`` and ``counts`` when given) as display data, also the lists' live JSON rows:
+    ``marks`` are the verdicts at a glance (``8 AC``, ``2 WA``, ``3 pending``), ``verdicts_text`` them in
+    one line (``8 AC · 2 WA``), ``live`` while the submission is queued or running."""
+    marks = [{"text": f"{n} {v}", "cls": f"v-{v}", "title": f"{n} point(s): {Verdict(v).description}"}
+             for v, n in row.get("verdicts", {}).items()]
+    if row.get("pending"):
+        marks.append({"text": f"{row['pending']} pending", "cls": "v-queued",
+                      "title": f"{row['pending']} point(s) not judged yet"})
     return {"id": row["submission_id"], "user": row.get("user_name", ""), "display_name": row.get("display_name") or "",
             "file_name": row["file_name"],
             "created": row["created"], "created_text": time_text(row["created"]), "status": row["status"],
-            "tasks": [score_text(row[f"task{t}"]) for t in TASKS], "total": score_text(row["total"])}
+            "tasks": [score_text(row[f"task{t}"]) for t in TASKS], "total": score_text(row["total"]),
+            "marks": marks, "verdicts_text": " \u00b7 ".join(m["text"] for m in marks),
+            "counts": bool(row.get("counts")), "live": row["status"] in ("queued", "running")}
+
+
+def etag_json(request: Request, doc) -> Response:
+    """``doc`` as JSON with an ETag of its bytes: 304 when the request's ``If-None-Match`` is that ETag."""
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def list_document(request: Request, rows: list[dict]) -> Response:
+    """A submissions list's live update (``submission_row`` rows): ``{"live": some row queued or running,
+    "rows": rows}`` through ``etag_json``."""
+    return etag_json(request, {"live": any(r["live"] for r in rows), "rows": rows})
 
 
 def verdict_options() -> list[dict]:

@@ -1,6 +1,7 @@
 """The live parts of the pages in a real browser (Debian's Chromium through Playwright, as
 ``test_browser.py``) against a real ``kdt-grade serve``: the header's contest clock ticking from the
-server's time (the browser's own clock set hours wrong) through the freeze and the end without a reload.
+server's time (the browser's own clock set hours wrong) through the freeze and the end without a reload;
+"My submissions" and the organisers' list filling in their verdicts at a glance while grading.
 Screenshots go to ``$KDT_GRADE_TEST_ARTIFACTS/browser``."""
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from grader.service import contest
-from pages_testlib import server  # noqa: F401 (a fixture)
-from test_browser import ARTIFACTS, browser, expect  # noqa: F401 (browser: a fixture)
+from pages_testlib import server, wait_until  # noqa: F401 (a fixture)
+from test_browser import ARTIFACTS, BASELINE, api_status, api_submit, browser, expect, log_in  # noqa: F401
+from weblib import NOTHING
 
 pytestmark = pytest.mark.slow
 
@@ -59,3 +61,40 @@ def test_without_javascript_the_header_shows_the_static_clock(server, browser):
     page.goto(f"{server.url}/")
     assert re.fullmatch(r"Starts in 2:59:[0-5]\d", page.locator("#contest-clock").inner_text())
     assert page.locator("#clock-notice").is_hidden()
+
+
+def test_the_lists_fill_in_their_verdicts_while_grading(server, browser):
+    """Alice's zero-point submission counts; her baseline submission is being graded while "My
+    submissions" and the organisers' list are open: both rows turn done, "10 AC", and take the "counts"
+    mark from the first one, without a reload."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    alice, root = server.add_user("alice", display_name="Alice A."), server.add_user("root", admin=True)
+    first = api_submit(server, alice, NOTHING)
+    wait_until(lambda: api_status(server, alice, first)["status"] == "done", 120, "the first submission")
+    page = log_in(browser, server, alice)
+    second = api_submit(server, alice, BASELINE)
+    page.goto(f"{server.url}/submissions")
+    organiser = log_in(browser, server, root)
+    organiser.goto(f"{server.url}/admin")
+    for view, table in ((page, "#submissions"), (organiser, "#all-submissions")):
+        view.evaluate("window.__kdtMarker = 'no reload'")
+        row = view.locator(f'{table} tr[data-id="{second}"]')
+        assert row.locator('[data-f="status"]').inner_text() in ("queued", "running")
+        assert view.locator(table).get_attribute("data-live") == "1"
+        assert view.locator(f'{table} tr[data-id="{first}"] [data-f="counts"] .counts').count() == 1
+    page.screenshot(path=str(ARTIFACTS / "submissions-grading.png"), full_page=True)
+
+    for view, table in ((page, "#submissions"), (organiser, "#all-submissions")):
+        row = view.locator(f'{table} tr[data-id="{second}"]')
+        expect(row.locator('[data-f="status"]')).to_have_text("done", timeout=300_000)
+        expect(row.locator('[data-f="verdicts"]')).to_have_text("10 AC")
+        expect(row.locator('[data-f="verdicts"] .verdict.v-AC')).to_have_count(1)
+        expect(row.locator('[data-f="counts"] .counts')).to_have_text("counts")
+        expect(view.locator(f'{table} tr[data-id="{first}"] [data-f="counts"] .counts')).to_have_count(0)
+        expect(view.locator(table)).to_have_attribute("data-live", "0")
+        total = api_status(server, alice, second)["total"]
+        assert row.locator('[data-f="total"]').inner_text() == f"{total:.2f}"
+        assert view.locator(f'{table} tr[data-id="{first}"] [data-f="verdicts"]').inner_text() == "10 CE"
+        assert view.evaluate("window.__kdtMarker") == "no reload"
+    page.screenshot(path=str(ARTIFACTS / "submissions-glance.png"), full_page=True)
+    organiser.locator("#submissions").screenshot(path=str(ARTIFACTS / "admin-glance.png"))

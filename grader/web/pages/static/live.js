@@ -214,6 +214,70 @@ function liveSubmission(table) {
   setTimeout(tick, 1000);
 }
 
+// A submissions list (My submissions, the organisers' list) while one of its rows is queued or running:
+// its live URL answers {"live", "rows"} (304 while unchanged); each shown row gets its status, verdicts at
+// a glance, scores and the "counts" mark; polling stops once nothing is queued or running.
+function setMarks(td, marks) {
+  const parts = [];
+  marks.forEach((m, i) => {
+    if (i) parts.push(" \u00b7 ");
+    const span = document.createElement("span");
+    span.className = "verdict " + m.cls;
+    span.title = m.title;
+    span.textContent = m.text;
+    parts.push(span);
+  });
+  td.replaceChildren(...parts);
+}
+
+function setListRow(tr, row) {
+  const f = name => tr.querySelector('[data-f="' + name + '"]');
+  const status = document.createElement("span");
+  status.className = "status status-" + row.status;
+  status.textContent = row.status;
+  f("status").replaceChildren(status);
+  setMarks(f("verdicts"), row.marks);
+  row.tasks.forEach((score, i) => { f("task" + (i + 1)).textContent = score; });
+  f("total").textContent = row.total;
+  const counts = f("counts");
+  if (row.counts && !counts.querySelector(".counts")) {
+    const mark = document.createElement("span");
+    mark.className = "counts";
+    mark.title = "the submission the leaderboard counts: the best whole submission";
+    mark.textContent = "counts";
+    counts.replaceChildren(mark);
+  } else if (!row.counts) {
+    counts.replaceChildren();
+  }
+}
+
+function liveList(table) {
+  let etag = null;
+  async function tick() {
+    let again = true;
+    try {
+      const got = await getJSON(table.dataset.liveUrl, etag);
+      if (!got.unchanged) {
+        etag = got.etag;
+        for (const row of got.data.rows) {
+          const tr = table.querySelector('tbody tr[data-id="' + row.id + '"]');
+          if (tr) setListRow(tr, row);
+        }
+        table.dataset.updates = String(Number(table.dataset.updates || 0) + 1);
+        if (!got.data.live) {
+          again = false;
+          table.dataset.live = "0";
+          document.getElementById("list-live-hint")?.remove();
+        }
+      }
+    } catch (err) {
+      console.warn("submissions list update failed", err);
+    }
+    if (again) setTimeout(tick, Number(table.dataset.interval || 2000));
+  }
+  setTimeout(tick, Number(table.dataset.interval || 2000));
+}
+
 function liveBadge(badge) {
   let etag = null;
   const interval = Number(badge.dataset.interval || 5000);
@@ -255,6 +319,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (badge) liveBadge(badge);
   const board = document.getElementById("scoreboard");
   if (board) liveScoreboard(board);
+  for (const list of document.querySelectorAll("table[data-live-url]"))
+    if (list.dataset.live === "1") liveList(list);
   const points = document.getElementById("points");
   if (points && points.dataset.live === "1") liveSubmission(points);
 });
