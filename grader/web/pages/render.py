@@ -31,6 +31,8 @@ from pygments.lexers import PythonLexer
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import csrf_for
 from judger.tasks import TASKS
+
+from .timeline import SVG_WIDTH
 from judger.verdicts import VERDICTS, Verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -72,6 +74,28 @@ def render(request: Request, template: str, status: int = 200, *, account=None, 
 def score_text(value) -> str:
     """A score (0..100 points) with two decimals, or an en dash when there is none yet."""
     return "\u2013" if value is None else f"{value:.2f}"
+
+
+# The scoreboard's colour bands of a task cell, by the fraction of the task's weight earned (DOMjudge-style):
+# ``(class, label)`` for nothing, less than half, half or more, all of it (the legend under the board).
+SCORE_BANDS = (("sc-zero", "0"), ("sc-low", "under 50%"), ("sc-mid", "50% or more"), ("sc-full", "100%"))
+
+
+def score_band(score: float | None, weight: float) -> str:
+    """The CSS class of a task score on the scoreboard (``SCORE_BANDS``; '' for no score)."""
+    if score is None:
+        return ""
+    fraction = score / weight
+    if fraction <= 0:
+        return "sc-zero"
+    if fraction >= 1 - 1e-9:  # a full score, up to the rounding of the stored mean
+        return "sc-full"
+    return "sc-mid" if fraction >= 0.5 else "sc-low"
+
+
+def task_bands(row: dict) -> list[str]:
+    """``score_band`` of each task of a leaderboard row (``task1``..``task4``), in task order."""
+    return [score_band(row[f"task{t}"], task.weight) for t, task in TASKS.items()]
 
 
 def cycles_text(value) -> str:
@@ -178,6 +202,7 @@ def point_view(submission_id: int, p: dict, frames: dict) -> dict:
         "score": score_text(p["score"]) if done else "", "utilisation": util_text(p["utilisation"]),
         "message": p["message"] or "", "timeline": f"{base}/timeline.svg" if has_trace else None,
         "perfetto": f"{base}/perfetto.json" if has_trace else None, "height": height,
+        "width": SVG_WIDTH + 4 if has_trace else None,
     }
 
 
@@ -258,7 +283,7 @@ def banner_view(rules, now: datetime) -> dict:
     else:
         phase, left = "running", (ends - now).total_seconds() if ends is not None else 0
     freeze = rules.leaderboard_cutoff(now) or rules.freeze_at  # in force, else the scheduled one
-    return {"phase": phase, "left_text": duration_text(left), "frozen": rules.frozen(now),
+    return {"phase": phase, "left_text": countdown_text(left), "frozen": rules.frozen(now),
             "starts_at": starts.isoformat() if starts else "", "starts_text": time_text(starts),
             "ends_at": ends.isoformat() if ends else "", "ends_text": time_text(ends),
             "freeze_at": freeze.isoformat() if freeze else "", "freeze_text": time_text(freeze)}

@@ -1,7 +1,8 @@
 """The live parts of the pages in a real browser (Debian's Chromium through Playwright, as
 ``test_browser.py``) against a real ``kdt-grade serve``: the header's contest clock ticking from the
 server's time (the browser's own clock set hours wrong) through the freeze and the end without a reload;
-"My submissions" and the organisers' list filling in their verdicts at a glance while grading.
+"My submissions" and the organisers' list filling in their verdicts at a glance while grading; the
+scoreboard's coloured cells (also in a live update); the phone layouts at 390 x 844.
 Screenshots go to ``$KDT_GRADE_TEST_ARTIFACTS/browser``."""
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 from grader.service import contest
 from pages_testlib import server, wait_until  # noqa: F401 (a fixture)
 from test_browser import ARTIFACTS, BASELINE, api_status, api_submit, browser, expect, log_in  # noqa: F401
-from weblib import NOTHING
+from test_pages_live import scored
+from weblib import NOTHING, VADD_ONLY
 
 pytestmark = pytest.mark.slow
 
@@ -98,3 +100,95 @@ def test_the_lists_fill_in_their_verdicts_while_grading(server, browser):
         assert view.evaluate("window.__kdtMarker") == "no reload"
     page.screenshot(path=str(ARTIFACTS / "submissions-glance.png"), full_page=True)
     organiser.locator("#submissions").screenshot(path=str(ARTIFACTS / "admin-glance.png"))
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def inside(page, locator) -> bool:
+    """The element's box lies within the viewport's width (nothing of it left or right of the screen)."""
+    box = locator.bounding_box()
+    return box is not None and box["width"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] + 0.5
+
+
+def test_the_scoreboard_colours_its_cells_and_keeps_them_in_a_live_update(server, browser):
+    scored(server, "alice", (10, 9.99, 15, 0))
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    page.goto(f"{server.url}/")
+    cells = page.locator('#scoreboard tr[data-user="alice"] td')
+    colours = [cells.nth(i).evaluate("td => getComputedStyle(td).backgroundColor") for i in range(2, 6)]
+    assert colours == ["rgb(205, 238, 214)", "rgb(253, 232, 215)", "rgb(251, 241, 196)", "rgb(243, 243, 245)"]
+    page.evaluate("window.__kdtMarker = 'no reload'")
+    scored(server, "bob", (4, 20, 30, 40))  # a full score on three tasks: ranked first
+    bob = page.locator('#scoreboard tr[data-user="bob"]')
+    expect(bob).to_have_count(1, timeout=30_000)
+    assert [bob.locator("td").nth(i).get_attribute("class") for i in range(2, 6)] == [
+        "num sc-low", "num sc-full", "num sc-full", "num sc-full"]
+    assert page.locator("#scoreboard tbody tr").first.get_attribute("data-user") == "bob"
+    assert page.evaluate("window.__kdtMarker") == "no reload"
+    expect(page.locator("#legend .sc-full")).to_have_text("100%")
+    page.locator("main").screenshot(path=str(ARTIFACTS / "scoreboard-colours.png"))
+
+
+def test_phone_layouts_keep_the_essential_columns_on_screen(server, browser):
+    """At 390 x 844: the scoreboard's rank, name and total of every row are on screen (the task columns
+    scroll between them, with the cue; the page itself does not scroll sideways); a submission's verdict,
+    score and message are on screen for every test point, the message wrapped; the timeline's frame keeps
+    the picture's width and scrolls sideways inside its box, with the cue."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    alice = server.add_user("alice", display_name="Alice with a rather long display name")
+    mine = api_submit(server, alice, VADD_ONLY)
+    wait_until(lambda: api_status(server, alice, mine)["status"] == "done", 300, "alice's submission")
+    for i, scores in enumerate(((10, 20, 30, 40), (10, 12.5, 3, 0), (0, 0, 0, 0.5))):
+        scored(server, f"user{i}", scores)
+
+    page = browser.new_context(viewport=PHONE).new_page()
+    page.goto(f"{server.url}/")
+    rows = page.locator("#scoreboard tbody tr")
+    assert rows.count() == 4
+    for i in range(4):
+        row = rows.nth(i)
+        for name in ("td.col-rank", "td.col-name", "td.total"):
+            assert inside(page, row.locator(name)), (i, name, row.locator(name).bounding_box())
+        assert row.locator("td.col-at").is_hidden()
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert page.locator("#board-cue").is_visible()
+    wrap = page.locator("#board-wrap")
+    assert wrap.evaluate("w => w.scrollWidth > w.clientWidth")  # the tasks do scroll: they do not fit
+    page.screenshot(path=str(ARTIFACTS / "phone-scoreboard.png"), full_page=True)
+    wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; }")
+    last = rows.first.locator("td").nth(5)  # task 4, scrolled into view
+    assert inside(page, last) and inside(page, rows.first.locator("td.total"))
+    assert inside(page, rows.first.locator("td.col-name"))  # still there
+    page.screenshot(path=str(ARTIFACTS / "phone-scoreboard-scrolled.png"))
+
+    page = log_in(browser, server, alice, **PHONE)
+    page.goto(f"{server.url}/submissions/{mine}")
+    state = api_status(server, alice, mine)
+    assert any(p["message"] for p in state["points"])
+    for p in state["points"]:
+        row = page.locator(f"#pt-{p['task']}-{p['point']}")
+        assert inside(page, row.locator('[data-f="verdict"] .verdict')), p
+        assert row.locator('[data-f="verdict"]').inner_text() == p["verdict"]
+        assert inside(page, row.locator('[data-f="score"]'))
+        assert row.locator('[data-f="score"]').inner_text().endswith(f"{p['score']:.2f}")
+        if p["message"]:
+            message = row.locator("pre.message")
+            assert inside(page, message), (p, message.bounding_box())
+            assert message.evaluate("m => m.scrollWidth <= m.clientWidth")  # wrapped, nothing hidden sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    traced = next(p for p in state["points"] if p["verdict"] == "AC")
+    item = page.locator(f"#tl-{traced['task']}-{traced['point']}")
+    item.locator("summary").click()
+    frame, box = item.locator("iframe"), item.locator(".tl-scroll")
+    expect(frame).to_be_visible()
+    assert frame.bounding_box()["width"] > PHONE["width"] and inside(page, box)
+    assert box.evaluate("b => b.scrollWidth > b.clientWidth")
+    expect(item.locator(".scroll-cue")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    item.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "phone-timeline.png"))
+    page.screenshot(path=str(ARTIFACTS / "phone-submission-full.png"), full_page=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    assert inside(page, page.locator("main h1"))
+    page.screenshot(path=str(ARTIFACTS / "phone-submission.png"))

@@ -1,7 +1,7 @@
 """The live parts of the pages over a real ``kdt-grade serve``, with plain HTTP: the header's contest clock
 (its text before the start, while running with a freeze to come or in force, after the end; the server's
 times for ``static/live.js``) on every page; the submissions lists' verdicts at a glance, the submission that
-counts and their live JSON."""
+counts and their live JSON; the scoreboard's task cells coloured by the share of the task's weight."""
 from __future__ import annotations
 
 import re
@@ -12,7 +12,9 @@ from html import unescape
 import httpx
 
 from grader.service import contest
+from db.submissions import Submission
 from grader.service import queries
+from grader.web.pages.render import score_band
 from judger.verdicts import VERDICTS
 from pages_testlib import VADD_ONLY, csrf_of, server, submit_page, wait_done  # noqa: F401 (a fixture)
 from weblib import NOTHING
@@ -149,3 +151,44 @@ def test_a_list_being_graded_is_live_and_counts_the_pending_points(server):
     assert row == {"status": "queued", "verdicts": "10 pending", "classes": ["v-queued"], "total": "\u2013",
                    "counts": False}
     assert server.client(alice).get("/submissions.json").json()["live"] is True
+
+
+def scored(server, user: str, scores: tuple[float, float, float, float]) -> int:
+    """A submission of ``user`` stored straight in the database with these task scores (and their sum)."""
+    import db
+
+    with server.deployment.service.session() as session:
+        user_id = db.get_or_create_user(session, user)["id"]
+        submission_id = db.create_submission(session, user_id, "k.py", "ab" * 32, "x = 1\n")["id"]
+        row = session.get(Submission, submission_id)
+        row.task1, row.task2, row.task3, row.task4 = scores
+        row.total = sum(scores)
+    return submission_id
+
+
+def board_cells(html: str, user: str) -> list[tuple[str, str]]:
+    """(class, text) of the task cells of ``user``'s scoreboard row."""
+    row = re.search(rf'<tr data-user="{user}">(.*?)</tr>', html, re.S).group(1)
+    return re.findall(r'<td class="num ?([\w-]*)">([^<]*)</td>', row)[1:5]  # after the rank, before the total
+
+
+def test_score_bands_split_at_nothing_half_and_all_of_the_weight():
+    assert [score_band(s, 20) for s in (0, 0.01, 9.99, 10, 19.99, 20, 20.0000000001)] == [
+        "sc-zero", "sc-low", "sc-low", "sc-mid", "sc-mid", "sc-full", "sc-full"]
+    assert score_band(None, 10) == "" and score_band(7.3333333333, 22) == "sc-low"
+
+
+def test_the_scoreboard_colours_each_task_by_the_share_of_its_weight(server):
+    scored(server, "alice", (10, 9.99, 15, 0))        # weights 10, 20, 30, 40
+    scored(server, "bob", (4.99, 20, 29.99, 39.9999999999))
+    html = httpx.get(f"{server.url}/", timeout=30).text
+    assert board_cells(html, "alice") == [("sc-full", "10.00"), ("sc-low", "9.99"), ("sc-mid", "15.00"),
+                                          ("sc-zero", "0.00")]
+    assert board_cells(html, "bob") == [("sc-low", "4.99"), ("sc-full", "20.00"), ("sc-mid", "29.99"),
+                                        ("sc-full", "40.00")]
+    legend = re.search(r'<p class="legend" id="legend">(.*?)</p>', html, re.S).group(1)
+    assert re.findall(r'<span class="(sc-\w+)">([^<]*)</span>', legend) == [
+        ("sc-zero", "0"), ("sc-low", "under 50%"), ("sc-mid", "50% or more"), ("sc-full", "100%")]
+    update = httpx.get(f"{server.url}/scoreboard.json", timeout=30).json()
+    assert {r["user"]: r["bands"] for r in update["changed"]} == {
+        "alice": ["sc-full", "sc-low", "sc-mid", "sc-zero"], "bob": ["sc-low", "sc-full", "sc-mid", "sc-full"]}

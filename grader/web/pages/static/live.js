@@ -88,10 +88,11 @@ async function getJSON(url, etag) {
 function boardRow(row) {
   const tr = document.createElement("tr");
   tr.dataset.user = row.user;
-  tr.append(cell(row.rank, "num"), cell(row.name));
-  for (const s of row.tasks) tr.append(cell(s, "num"));
+  tr.append(cell(row.rank, "num col-rank"), cell(row.name, "col-name"));
+  row.tasks.forEach((s, i) => tr.append(cell(s, ("num " + (row.bands?.[i] || "")).trim())));
   tr.append(cell(row.total, "num total"));
   const td = document.createElement("td");
+  td.className = "col-at";
   const time = document.createElement("time");
   time.dateTime = row.created;
   time.textContent = row.created_text;
@@ -169,6 +170,7 @@ function setPoint(tr, p) {
       (p.cycles ? ", " + p.cycles + " cycles" : "");
     item.querySelector("iframe").src = p.timeline;
     item.querySelector("iframe").style.height = (p.height + 4) + "px";
+    item.querySelector("iframe").style.setProperty("--tl-width", p.width + "px");
     item.querySelector(".tl-open").href = p.timeline;
     item.querySelector(".tl-perfetto").href = p.perfetto;
     const list = document.getElementById("timelines");
