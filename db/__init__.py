@@ -17,7 +17,7 @@ Every function returns plain data (dicts, ints, enums), never ORM objects, so re
 process boundaries (Celery tasks get ids and re-fetch).
 """
 from db.compiled import compiled_points, delete_compiled, get_compiled, store_compiled
-from db.leaderboard import all_submissions, leaderboard
+from db.leaderboard import all_submissions, best_submissions, leaderboard
 from db.locks import acquire_lease, live_leases, release_lease
 from db.outbox import add_outbox, delete_outbox, list_outbox, note_outbox_failure, outbox_key, outbox_keys
 from db.pending import pending_points, running_points, unscored_complete
@@ -25,7 +25,7 @@ from db.queue import ready_points, running_rows, spent_seconds, user_activity
 from db.rejudge import reset_submission, start_rejudge, submission_ids
 from db.results import VERDICTS, beat, claim_attempt, get_result, list_results, record_result
 from db.session import make_engine, make_session_factory, resolve_url, session_scope
-from db.status import SubmissionStatus, submission_status
+from db.status import SubmissionStatus, submission_status, verdict_counts
 from db.submissions import create_submission, get_submission
 from db.totals import finalize_submission
 from db.traces import delete_traces, get_trace, get_traces, store_trace, traced_points
@@ -36,6 +36,7 @@ __all__ = [
     "acquire_lease",
     "add_outbox",
     "beat",
+    "best_submissions",
     "delete_outbox",
     "list_outbox",
     "live_leases",
@@ -78,5 +79,6 @@ __all__ = [
     "store_trace",
     "submission_ids",
     "submission_status",
+    "verdict_counts",
     "traced_points",
 ]

@@ -7,10 +7,13 @@ The same rule picks a user's best submission among their own. Only scored submis
 not NULL) count, and only contestants': organisers (`users.is_admin`) are not on the leaderboard unless
 asked for (`organisers=True`).
 
-Public API: `leaderboard(session, created_before=None, organisers=False) -> list[dict]`, `all_submissions(session, user_id=None) -> list[dict]`.
+Public API: `leaderboard(session, created_before=None, organisers=False) -> list[dict]`,
+`best_submissions(session, user_ids=None) -> dict[int, int]` (the submission that counts, per contestant),
+`all_submissions(session, user_id=None) -> list[dict]`.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +29,32 @@ _SCORE_COLUMNS = (Submission.task1, Submission.task2, Submission.task3, Submissi
 _RANK_ORDER = (Submission.total.desc(), Submission.id.asc())
 
 
+def _best_per_user(created_before: datetime | None = None, user_ids: Iterable[int] | None = None):
+    """A subquery of each user's scored submissions (of `user_ids` only, None: all) ranked by `_RANK_ORDER`
+    (`user_rank` 1: the one that counts)."""
+    per_user_rank = func.row_number().over(partition_by=Submission.user_id, order_by=_RANK_ORDER)
+    counted = Submission.total.is_not(None)
+    if created_before is not None:
+        counted = counted & (Submission.created < created_before)
+    if user_ids is not None:
+        counted = counted & Submission.user_id.in_(sorted(set(user_ids)))
+    return select(Submission.id, per_user_rank.label("user_rank")).where(counted).subquery()
+
+
+def best_submissions(session: Session, user_ids: Iterable[int] | None = None) -> dict[int, int]:
+    """`{user_id: submission_id}`: the submission that counts on the leaderboard for each contestant (of
+    `user_ids`, None: all), chosen exactly as `leaderboard` chooses it (no freeze: every submission counts).
+    Organisers and users without a scored submission are left out."""
+    ranked = _best_per_user(user_ids=user_ids)
+    statement = (
+        select(Submission.user_id, Submission.id)
+        .join(ranked, ranked.c.id == Submission.id)
+        .join(User, User.id == Submission.user_id)
+        .where(ranked.c.user_rank == 1, User.is_admin == false())
+    )
+    return {user_id: submission_id for user_id, submission_id in session.execute(statement)}
+
+
 def leaderboard(session: Session, created_before: datetime | None = None,
                 organisers: bool = False) -> list[dict[str, Any]]:
     """Return one row per contestant who has a scored submission, best first (with `organisers`, the
@@ -36,11 +65,7 @@ def leaderboard(session: Session, created_before: datetime | None = None,
     ranks, the earlier submission first). With `created_before` (an aware datetime: the scoreboard
     freeze), only submissions created strictly before it count.
     """
-    per_user_rank = func.row_number().over(partition_by=Submission.user_id, order_by=_RANK_ORDER)
-    counted = Submission.total.is_not(None)
-    if created_before is not None:
-        counted = counted & (Submission.created < created_before)
-    ranked = select(Submission.id, per_user_rank.label("user_rank")).where(counted).subquery()
+    ranked = _best_per_user(created_before)
     statement = (
         select(
             User.id.label("user_id"),

@@ -12,10 +12,15 @@ scores counts as current: rows written before generations existed). Rules, first
 5. `queued`: no current rows (a fresh submission, or a rejudge whose new grading has not started:
    the old totals stay on the leaderboard meanwhile).
 
-Public API: `SubmissionStatus`, `status_expression()`, `scores_current()`, `submission_status(session, id)`.
+`verdict_counts` tells how the finished points of the current generation ended, per submission (the
+submissions lists' verdicts at a glance).
+
+Public API: `SubmissionStatus`, `status_expression()`, `scores_current()`, `submission_status(session, id)`,
+`verdict_counts(session, ids)`.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from sqlalchemy import ColumnElement, and_, case, exists, func, select
@@ -68,3 +73,22 @@ def submission_status(session: Session, submission_id: int) -> SubmissionStatus:
     if value is None:
         raise LookupError(f"no submission with id {submission_id}")
     return SubmissionStatus(value)
+
+
+def verdict_counts(session: Session, submission_ids: Iterable[int]) -> dict[int, dict[str, int]]:
+    """How many finished test points of each submission's current generation ended with each verdict:
+    ``{submission_id: {"AC": 8, "WA": 2}}`` (a submission with none finished is left out)."""
+    ids = sorted(set(submission_ids))
+    if not ids:
+        return {}
+    statement = (
+        select(TestPointResult.submission_id, TestPointResult.verdict, func.count())
+        .join(Submission, and_(Submission.id == TestPointResult.submission_id,
+                               Submission.generation == TestPointResult.generation))
+        .where(TestPointResult.submission_id.in_(ids), TestPointResult.finished_at.is_not(None))
+        .group_by(TestPointResult.submission_id, TestPointResult.verdict)
+    )
+    counts: dict[int, dict[str, int]] = {}
+    for submission_id, verdict, count in session.execute(statement):
+        counts.setdefault(submission_id, {})[verdict] = count
+    return counts

@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Path, Query, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from grader.refusals import BadRequest, Forbidden, NotFound, Refusal
-from grader.service import accounts, contest, messages, queries, search
+from grader.service import accounts, contest, glance, messages, queries, search
 from grader.service.queries import WORKERS_WINDOW
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import check_csrf
@@ -115,6 +115,24 @@ def admin_page(request: Request, notice: str | None = Query(None, max_length=100
                 **listing, **questions_context(service))
 
 
+@router.get("/submissions.json")
+def submissions_live(request: Request, user: str | None = None, verdict: str | None = None,
+                     task: str | None = None, since: str | None = None, until: str | None = None,
+                     page_number: str | None = Query(None, alias="page")) -> Response:
+    """The submissions list's live update (the same filters and page as ``/admin``), polled while one of
+    its submissions is queued or running: ``{"live", "rows"}`` (``render.list_document``), 304 when
+    unchanged; 400 with the reason for a bad filter, 401/403 without an organiser's session."""
+    account = session.page_account(request)
+    if account is None or not account.is_admin:
+        status = 401 if account is None else 403
+        return JSONResponse({"error": "forbidden", "message": "an organiser's session is needed"}, status)
+    listing = submissions_context(request.app.state.service, {"user": user, "verdict": verdict, "task": task,
+                                                               "since": since, "until": until}, page_number)
+    if listing["filter_error"]:
+        return JSONResponse({"error": "bad_request", "message": listing["filter_error"]}, 400)
+    return views.list_document(request, listing["submissions"])
+
+
 _FIELD_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?")  # a datetime-local field's value
 
 
@@ -144,7 +162,7 @@ def submissions_context(service, given: dict[str, str | None], page_number: str 
     fields; or ``filter_error`` (no rows) when a filter is bad."""
     context = {"filter_form": {key: value or "" for key, value in given.items()}, "filter_error": None,
                "verdicts": views.verdict_options(), "users": accounts.list_users(service),
-               "submissions": [], "listing": None, "filter_fields": ()}
+               "submissions": [], "listing": None, "filter_fields": (), "live_url": None}
     try:
         query = parse_filters(given, page_number)
     except BadRequest as exc:
@@ -152,7 +170,9 @@ def submissions_context(service, given: dict[str, str | None], page_number: str 
     found = search.search(service, query)
     params = query.params()
     form = {**params, "since": field_time(query.filter.since), "until": field_time(query.filter.until)}
-    return {**context, "filter_form": form, "submissions": [views.submission_row(r) for r in found["rows"]],
+    rows = [views.submission_row(r) for r in glance.at_a_glance(service, found["rows"])]
+    return {**context, "filter_form": form, "submissions": rows,
+            "live_url": "/admin/submissions.json?" + urlencode({**params, "page": query.page}),
             "listing": {**found, "described": query.describe(), "newer": _page_link(params, query.page - 1),
                         "older": _page_link(params, query.page + 1) if query.page < found["pages"] else None},
             "filter_fields": tuple(params.items())}

@@ -24,6 +24,7 @@ def jury_rows(board: dict) -> list[dict]:
     otherwise (another rank or total, or not at all)."""
     return [{"user": r["user_name"], "display_name": r["display_name"] or "", "rank": r["rank"],
              "submission_id": r["submission_id"], "tasks": [views.score_text(r[f"task{t}"]) for t in TASKS],
+             "bands": views.task_bands(r),
              "total": views.score_text(r["total"]), "created": r["created"],
              "created_text": views.time_text(r["created"]), "public": _public_text(r),
              "hidden": (r["public_rank"], r["public_total"]) != (r["rank"], r["total"])}

@@ -6,15 +6,14 @@ only adds the live updates through ``/submissions/ID/status.json``.
 
 - ``/submit``: the caller's limits and the upload form (its CSRF token is a field of the multipart body,
   read by the shared size-capped reader);
-- ``/submissions``, ``/submissions/ID`` (per-point table, timelines, highlighted source),
+- ``/submissions`` (each row's verdicts at a glance, the one that counts marked), ``/submissions.json``
+  (its live update while one is graded), ``/submissions/ID`` (per-point table, timelines, highlighted source),
   ``/submissions/ID/status.json``, ``/submissions/ID/points/T/P/timeline.svg`` and ``.../perfetto.json``.
 
 Another user's submission answers 404, exactly as a missing one (``grader.service.visibility``).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Path, Request
@@ -24,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from grader.judging import trace_record
 from grader.judging.pipeline import Rejected
 from grader.refusals import NotFound, Refusal
-from grader.service import contest, queries, visibility
+from grader.service import contest, glance, queries, visibility
 from grader.web.http import admission, cookie_session as session
 from grader.web.http.csrf import check_csrf
 from grader.web.http.upload import read_upload_form
@@ -75,14 +74,30 @@ async def submit(request: Request) -> Response:
     return RedirectResponse(f"/submissions/{submission_id}", status_code=303)
 
 
+def _my_rows(request: Request, account) -> list[dict]:
+    """The caller's submissions newest first as display rows, with their verdicts at a glance and the
+    one that counts (``grader.service.glance``)."""
+    service = request.app.state.service
+    rows = glance.at_a_glance(service, visibility.submissions_for(service, account))
+    return [views.submission_row(r) for r in reversed(rows)]
+
+
 @router.get("/submissions")
 def my_submissions(request: Request) -> Response:
     account = session.page_account(request)
     if account is None:
         return to_login(request)
-    rows = visibility.submissions_for(request.app.state.service, account)
-    return page(request, "submissions.html", account=account,
-                submissions=[views.submission_row(r) for r in reversed(rows)])
+    return page(request, "submissions.html", account=account, submissions=_my_rows(request, account))
+
+
+@router.get("/submissions.json")
+def my_submissions_live(request: Request) -> Response:
+    """The list's live update, polled while a submission is queued or running (304 with ``If-None-Match``
+    when unchanged): ``{"live": bool, "rows": [submission_row, ...]}``."""
+    account = session.page_account(request)
+    if account is None:
+        return JSONResponse({"error": "not_authenticated", "message": "log in first"}, 401)
+    return views.list_document(request, _my_rows(request, account))
 
 
 def _visible_state(request: Request, account, submission_id: int) -> dict | None:
@@ -118,13 +133,7 @@ def submission_live(request: Request, submission_id: int = SubmissionId) -> Resp
     state = None if account is None else _visible_state(request, account, submission_id)
     if state is None:
         return JSONResponse({"error": "not_found", "message": f"no submission {submission_id} of yours"}, 404)
-    doc = views.live_document(state, _frames(request.app.state.service, submission_id))
-    body = json.dumps(doc, separators=(",", ":")).encode()
-    etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
-    headers = {"ETag": etag, "Cache-Control": "no-cache"}
-    if request.headers.get("if-none-match") == etag:
-        return Response(status_code=304, headers=headers)
-    return Response(body, media_type="application/json", headers=headers)
+    return views.etag_json(request, views.live_document(state, _frames(request.app.state.service, submission_id)))
 
 
 def _frames(service, submission_id: int) -> dict:

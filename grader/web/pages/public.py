@@ -38,7 +38,7 @@ def index(request: Request) -> Response:
     rules = contest.get_rules(request.app.state.service)
     board = request.app.state.scoreboards.current()
     return page(request, "index.html", rules=rules, banner=views.banner_view(rules, datetime.now(UTC)),
-                board=board)
+                board=board, bands=views.SCORE_BANDS)
 
 
 @router.get("/scoreboard.json")

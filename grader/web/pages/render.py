@@ -2,7 +2,8 @@
 that turn the service's plain data into display strings, once, for the templates and the live JSON alike.
 
 - ``render(request, template, status=200, **context)``: an HTML response with ``account``, ``csrf``, the
-  contest's name and the server time in the context;
+  contest's name, the server time and the header's contest clock (``clock_view``: the countdown's text
+  and, for ``static/live.js``, the server's now and the contest's times) in the context;
 - ``point_view``, ``submission_view``, ``submission_row``, ``banner_view``, ``allowance_view``,
   ``rules_view``: display strings (cycles ``22,482``, scores ``37.30``, utilisation ``91.1%``, times ``2026-12-01 09:45:12 UTC``);
 - ``highlight(source)``: the source as Pygments HTML (line numbers), ``pygments_css()`` its stylesheet.
@@ -12,13 +13,15 @@ inserted as-is is Pygments' output, which escapes the source itself.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 from pygments import highlight as pygments_highlight
@@ -28,6 +31,8 @@ from pygments.lexers import PythonLexer
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import csrf_for
 from judger.tasks import TASKS
+
+from .timeline import SVG_WIDTH
 from judger.verdicts import VERDICTS, Verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -54,6 +59,7 @@ def render(request: Request, template: str, status: int = 200, *, account=None, 
     token = session.session_token(request)
     rules = context.pop("rules", None)
     html = environment.get_template(template).render(
+        clock=clock_view(rules, now) if rules is not None else None,
         account=account, csrf=csrf_for(token) if token and account else "",
         contest_name=(rules.name if rules is not None and rules.name else DEFAULT_NAME),
         version=package_version(), now_iso=now.isoformat(), now_text=time_text(now),
@@ -68,6 +74,28 @@ def render(request: Request, template: str, status: int = 200, *, account=None, 
 def score_text(value) -> str:
     """A score (0..100 points) with two decimals, or an en dash when there is none yet."""
     return "\u2013" if value is None else f"{value:.2f}"
+
+
+# The scoreboard's colour bands of a task cell, by the fraction of the task's weight earned (DOMjudge-style):
+# ``(class, label)`` for nothing, less than half, half or more, all of it (the legend under the board).
+SCORE_BANDS = (("sc-zero", "0"), ("sc-low", "under 50%"), ("sc-mid", "50% or more"), ("sc-full", "100%"))
+
+
+def score_band(score: float | None, weight: float) -> str:
+    """The CSS class of a task score on the scoreboard (``SCORE_BANDS``; '' for no score)."""
+    if score is None:
+        return ""
+    fraction = score / weight
+    if fraction <= 0:
+        return "sc-zero"
+    if fraction >= 1 - 1e-9:  # a full score, up to the rounding of the stored mean
+        return "sc-full"
+    return "sc-mid" if fraction >= 0.5 else "sc-low"
+
+
+def task_bands(row: dict) -> list[str]:
+    """``score_band`` of each task of a leaderboard row (``task1``..``task4``), in task order."""
+    return [score_band(row[f"task{t}"], task.weight) for t, task in TASKS.items()]
 
 
 def cycles_text(value) -> str:
@@ -102,6 +130,60 @@ def duration_text(seconds: float) -> str:
     return f"{secs} s"
 
 
+def countdown_text(seconds: float) -> str:
+    """A countdown as the header's clock shows it (``static/live.js`` writes the same): ``0:04:05``,
+    ``12:00:00``, ``3 d 04:05:06``."""
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{days} d {hours:02d}:{minutes:02d}:{secs:02d}" if days else clock
+
+
+def _ms(value: datetime | None) -> str:
+    """Milliseconds since the epoch of an aware time, as a data attribute ('' for None)."""
+    return "" if value is None else str(int(value.timestamp() * 1000))
+
+
+def clock_phase(rules, now: datetime) -> str:
+    """``before`` the start, ``running``, ``over`` from the end on (``open``: neither time is set)."""
+    if rules.starts_at is not None and now < rules.starts_at:
+        return "before"
+    if rules.ends_at is not None and now >= rules.ends_at:
+        return "over"
+    return "running" if rules.starts_at is not None or rules.ends_at is not None else "open"
+
+
+def clock_text(rules, now: datetime, freeze: datetime | None, frozen: bool) -> str:
+    """The header clock's text at ``now`` (what the page shows without JavaScript)."""
+    phase = clock_phase(rules, now)
+    if phase == "before":
+        return f"Starts in {countdown_text((rules.starts_at - now).total_seconds())}"
+    if phase == "over":
+        return "Contest over"
+    text = (f"Ends in {countdown_text((rules.ends_at - now).total_seconds())}" if rules.ends_at is not None
+            else "Running (no end time)")
+    if frozen:
+        return text + " \u00b7 scoreboard frozen"
+    if freeze is not None:
+        return text + f" \u00b7 freeze in {countdown_text((freeze - now).total_seconds())}"
+    return text
+
+
+def clock_view(rules, now: datetime) -> dict:
+    """The header's contest clock: its text at ``now`` and, for ``static/live.js``, the server's time and
+    the contest's times in milliseconds (the script ticks from the server's clock, not the browser's).
+    ``freeze``: the scheduled freeze still to come while running (not lifted, before the end)."""
+    freeze = rules.freeze_at
+    if freeze is None or rules.unfrozen or freeze <= now or (rules.ends_at is not None and freeze >= rules.ends_at):
+        freeze = None
+    frozen = rules.frozen(now)
+    return {"phase": clock_phase(rules, now), "text": clock_text(rules, now, freeze, frozen), "now_ms": _ms(now),
+            "starts_ms": _ms(rules.starts_at), "ends_ms": _ms(rules.ends_at), "freeze_ms": _ms(freeze),
+            "frozen": "1" if frozen else "0"}
+
+
 # ---- view models -----------------------------------------------------------------------------------
 
 def point_view(submission_id: int, p: dict, frames: dict) -> dict:
@@ -120,6 +202,7 @@ def point_view(submission_id: int, p: dict, frames: dict) -> dict:
         "score": score_text(p["score"]) if done else "", "utilisation": util_text(p["utilisation"]),
         "message": p["message"] or "", "timeline": f"{base}/timeline.svg" if has_trace else None,
         "perfetto": f"{base}/perfetto.json" if has_trace else None, "height": height,
+        "width": SVG_WIDTH + 4 if has_trace else None,
     }
 
 
@@ -143,11 +226,37 @@ def live_document(state: dict, frames: dict) -> dict:
 
 
 def submission_row(row: dict) -> dict:
-    """A row of a submissions list (``db.all_submissions`` data) as display data."""
+    """A row of a submissions list (``db.all_submissions`` data; with ``grader.service.glance``'s
+    ``verdicts``, ``pending`` and ``counts`` when given) as display data, also the lists' live JSON rows:
+    ``marks`` are the verdicts at a glance (``8 AC``, ``2 WA``, ``3 pending``), ``verdicts_text`` them in
+    one line (``8 AC · 2 WA``), ``live`` while the submission is queued or running."""
+    marks = [{"text": f"{n} {v}", "cls": f"v-{v}", "title": f"{n} point(s): {Verdict(v).description}"}
+             for v, n in row.get("verdicts", {}).items()]
+    if row.get("pending"):
+        marks.append({"text": f"{row['pending']} pending", "cls": "v-queued",
+                      "title": f"{row['pending']} point(s) not judged yet"})
     return {"id": row["submission_id"], "user": row.get("user_name", ""), "display_name": row.get("display_name") or "",
             "file_name": row["file_name"],
             "created": row["created"], "created_text": time_text(row["created"]), "status": row["status"],
-            "tasks": [score_text(row[f"task{t}"]) for t in TASKS], "total": score_text(row["total"])}
+            "tasks": [score_text(row[f"task{t}"]) for t in TASKS], "total": score_text(row["total"]),
+            "marks": marks, "verdicts_text": " \u00b7 ".join(m["text"] for m in marks),
+            "counts": bool(row.get("counts")), "live": row["status"] in ("queued", "running")}
+
+
+def etag_json(request: Request, doc) -> Response:
+    """``doc`` as JSON with an ETag of its bytes: 304 when the request's ``If-None-Match`` is that ETag."""
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def list_document(request: Request, rows: list[dict]) -> Response:
+    """A submissions list's live update (``submission_row`` rows): ``{"live": some row queued or running,
+    "rows": rows}`` through ``etag_json``."""
+    return etag_json(request, {"live": any(r["live"] for r in rows), "rows": rows})
 
 
 def verdict_options() -> list[dict]:
@@ -174,7 +283,7 @@ def banner_view(rules, now: datetime) -> dict:
     else:
         phase, left = "running", (ends - now).total_seconds() if ends is not None else 0
     freeze = rules.leaderboard_cutoff(now) or rules.freeze_at  # in force, else the scheduled one
-    return {"phase": phase, "left_text": duration_text(left), "frozen": rules.frozen(now),
+    return {"phase": phase, "left_text": countdown_text(left), "frozen": rules.frozen(now),
             "starts_at": starts.isoformat() if starts else "", "starts_text": time_text(starts),
             "ends_at": ends.isoformat() if ends else "", "ends_text": time_text(ends),
             "freeze_at": freeze.isoformat() if freeze else "", "freeze_text": time_text(freeze)}

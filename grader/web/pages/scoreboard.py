@@ -10,7 +10,8 @@ table body once, and keeps the last ``KEEP`` versions. ``update(since)`` answers
 - ``{"version", "frozen", "full": true, "changed": [every row], "removed": []}`` when the version is unknown
   (too old, or another server process made it).
 
-A row is display data: ``{"user", "name", "rank", "tasks": [4 scores], "total", "created", "created_text"}``.
+A row is display data: ``{"user", "name", "rank", "tasks": [4 scores], "bands": [4 colour classes:
+``render.score_band``], "total", "created", "created_text"}``.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from markupsafe import Markup
 from grader.service import contest
 from judger.tasks import TASKS
 
-from .render import environment, score_text, time_text
+from .render import environment, score_text, task_bands, time_text
 
 TTL = 1.0   # seconds a computed board is reused
 KEEP = 64   # versions remembered for diffs
@@ -49,7 +50,8 @@ class Board:
 def board_rows(leaderboard: dict) -> tuple:
     """Display rows of ``contest.public_leaderboard`` output."""
     return tuple({"user": r["user_name"], "name": r.get("display_name") or r["user_name"], "rank": r["rank"],
-                  "tasks": [score_text(r[f"task{t}"]) for t in TASKS], "total": score_text(r["total"]),
+                  "tasks": [score_text(r[f"task{t}"]) for t in TASKS], "bands": task_bands(r),
+                  "total": score_text(r["total"]),
                   "created": r["created"], "created_text": time_text(r["created"])}
                  for r in leaderboard["rows"])
 

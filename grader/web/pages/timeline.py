@@ -40,6 +40,7 @@ from grader.judging.trace_record import job_trace, traced_jobs
 X0 = 48.0            # left gutter for lane names, pixels
 PLOT_WIDTH = 800.0   # the cycle axis, pixels
 UTIL_WIDTH = 150.0   # right gutter for the utilisations, pixels
+SVG_WIDTH = int(X0 + PLOT_WIDTH + UTIL_WIDTH)  # every picture's width (the page's frame scrolls to it on phones)
 ROW = 12.0           # height of one bar row, pixels
 LANE_GAP = 6.0
 AXIS_HEIGHT = 30.0

@@ -204,7 +204,8 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
     assert page.status_code == 200
     row = cells(page.text, 'data-id="1"')
     total = httpx.get(f"{server.url}/api/v1/submissions/1", headers={"Authorization": f"Bearer {alice}"}).json()["total"]
-    assert [row[0], row[1], row[3], row[4], row[-2]] == ["1", "alice", "vadd_only.py", "done", f"{total:.2f}"]
+    assert [row[0], row[1], row[3], row[4], row[-3], row[-2]] == ["1", "alice", "vadd_only.py", "done", f"{total:.2f}",
+                                                                 "counts"]  # her best: the one the leaderboard counts
     assert "0 points queued · 0 running · 0 stuck" in page.text
     assert re.search(r"<tr><td>[^<]+:\d+</td><td><time", page.text)  # the worker that graded it, seen recently
     csrf = csrf_of(page.text)

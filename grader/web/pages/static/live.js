@@ -3,7 +3,72 @@
 // changed. A submission page being graded asks its status.json (304 while nothing changed). The
 // messages badge of a logged-in user asks /messages.json the same way (ETag, 304 while nothing changed). All text
 // is set with textContent: nothing from the server is parsed as HTML.
+// The header's contest clock ticks every second from the server's time (the page's data-now, kept as an
+// offset to the browser's clock, so a wrong browser clock does not matter) and says so when the contest
+// starts, the scoreboard freezes or the contest ends, without a reload; the footer's server time ticks too.
 "use strict";
+
+const pad2 = n => String(n).padStart(2, "0");
+
+// The same text as render.countdown_text: 0:04:05, 12:00:00, 3 d 04:05:06.
+function countdown(ms) {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const days = Math.floor(seconds / 86400), hours = Math.floor(seconds % 86400 / 3600);
+  const minutes = Math.floor(seconds % 3600 / 60), secs = seconds % 60;
+  if (days) return days + " d " + pad2(hours) + ":" + pad2(minutes) + ":" + pad2(secs);
+  return hours + ":" + pad2(minutes) + ":" + pad2(secs);
+}
+
+// The clock's state at server time `now` (ms): as render.clock_phase and render.clock_text.
+function clockState(times, now) {
+  if (times.starts !== null && now < times.starts)
+    return {phase: "before", frozen: false, text: "Starts in " + countdown(times.starts - now)};
+  if (times.ends !== null && now >= times.ends) return {phase: "over", frozen: false, text: "Contest over"};
+  const open = times.starts === null && times.ends === null;
+  let text = times.ends !== null ? "Ends in " + countdown(times.ends - now) : "Running (no end time)";
+  const frozen = times.frozen || (times.freeze !== null && now >= times.freeze);
+  if (frozen) text += " \u00b7 scoreboard frozen";
+  else if (times.freeze !== null) text += " \u00b7 freeze in " + countdown(times.freeze - now);
+  return {phase: open ? "open" : "running", frozen, text};
+}
+
+const NOTICES = {running: "The contest has started.", over: "The contest has ended.",
+                 frozen: "The scoreboard is now frozen: it shows only submissions made before this moment."};
+
+function serverTimeText(ms) {
+  return new Date(ms).toISOString().slice(0, 19).replace("T", " ") + " UTC";
+}
+
+function liveClock(clock) {
+  const number = name => clock.dataset[name] ? Number(clock.dataset[name]) : null;
+  const offset = Number(clock.dataset.now) - Date.now();  // server minus browser, fixed at load
+  const times = {starts: number("starts"), ends: number("ends"), freeze: number("freeze"),
+                 frozen: clock.dataset.frozen === "1"};
+  const footer = document.getElementById("server-time");
+  const notice = document.getElementById("clock-notice");
+  let last = clockState(times, Number(clock.dataset.now));
+  function say(text) {
+    notice.textContent = text;
+    notice.hidden = false;
+  }
+  function tick() {
+    const now = Date.now() + offset;
+    const state = clockState(times, now);
+    clock.textContent = state.text;
+    clock.dataset.phase = state.phase;
+    if (state.phase !== last.phase && NOTICES[state.phase]) say(NOTICES[state.phase]);
+    else if (state.frozen && !last.frozen && state.phase === "running") say(NOTICES.frozen);
+    last = state;
+    if (footer) {
+      footer.textContent = serverTimeText(now);
+      footer.dateTime = new Date(now).toISOString();
+    }
+    const left = document.querySelector("#banner .left");
+    if (left && times.ends !== null) left.textContent = countdown(times.ends - now);
+    setTimeout(tick, 1000 - (now % 1000) + 5);  // just after the server clock's next second
+  }
+  tick();
+}
 
 function cell(text, cls) {
   const td = document.createElement("td");
@@ -23,10 +88,11 @@ async function getJSON(url, etag) {
 function boardRow(row) {
   const tr = document.createElement("tr");
   tr.dataset.user = row.user;
-  tr.append(cell(row.rank, "num"), cell(row.name));
-  for (const s of row.tasks) tr.append(cell(s, "num"));
+  tr.append(cell(row.rank, "num col-rank"), cell(row.name, "col-name"));
+  row.tasks.forEach((s, i) => tr.append(cell(s, ("num " + (row.bands?.[i] || "")).trim())));
   tr.append(cell(row.total, "num total"));
   const td = document.createElement("td");
+  td.className = "col-at";
   const time = document.createElement("time");
   time.dateTime = row.created;
   time.textContent = row.created_text;
@@ -104,6 +170,7 @@ function setPoint(tr, p) {
       (p.cycles ? ", " + p.cycles + " cycles" : "");
     item.querySelector("iframe").src = p.timeline;
     item.querySelector("iframe").style.height = (p.height + 4) + "px";
+    item.querySelector("iframe").style.setProperty("--tl-width", p.width + "px");
     item.querySelector(".tl-open").href = p.timeline;
     item.querySelector(".tl-perfetto").href = p.perfetto;
     const list = document.getElementById("timelines");
@@ -149,6 +216,70 @@ function liveSubmission(table) {
   setTimeout(tick, 1000);
 }
 
+// A submissions list (My submissions, the organisers' list) while one of its rows is queued or running:
+// its live URL answers {"live", "rows"} (304 while unchanged); each shown row gets its status, verdicts at
+// a glance, scores and the "counts" mark; polling stops once nothing is queued or running.
+function setMarks(td, marks) {
+  const parts = [];
+  marks.forEach((m, i) => {
+    if (i) parts.push(" \u00b7 ");
+    const span = document.createElement("span");
+    span.className = "verdict " + m.cls;
+    span.title = m.title;
+    span.textContent = m.text;
+    parts.push(span);
+  });
+  td.replaceChildren(...parts);
+}
+
+function setListRow(tr, row) {
+  const f = name => tr.querySelector('[data-f="' + name + '"]');
+  const status = document.createElement("span");
+  status.className = "status status-" + row.status;
+  status.textContent = row.status;
+  f("status").replaceChildren(status);
+  setMarks(f("verdicts"), row.marks);
+  row.tasks.forEach((score, i) => { f("task" + (i + 1)).textContent = score; });
+  f("total").textContent = row.total;
+  const counts = f("counts");
+  if (row.counts && !counts.querySelector(".counts")) {
+    const mark = document.createElement("span");
+    mark.className = "counts";
+    mark.title = "the submission the leaderboard counts: the best whole submission";
+    mark.textContent = "counts";
+    counts.replaceChildren(mark);
+  } else if (!row.counts) {
+    counts.replaceChildren();
+  }
+}
+
+function liveList(table) {
+  let etag = null;
+  async function tick() {
+    let again = true;
+    try {
+      const got = await getJSON(table.dataset.liveUrl, etag);
+      if (!got.unchanged) {
+        etag = got.etag;
+        for (const row of got.data.rows) {
+          const tr = table.querySelector('tbody tr[data-id="' + row.id + '"]');
+          if (tr) setListRow(tr, row);
+        }
+        table.dataset.updates = String(Number(table.dataset.updates || 0) + 1);
+        if (!got.data.live) {
+          again = false;
+          table.dataset.live = "0";
+          document.getElementById("list-live-hint")?.remove();
+        }
+      }
+    } catch (err) {
+      console.warn("submissions list update failed", err);
+    }
+    if (again) setTimeout(tick, Number(table.dataset.interval || 2000));
+  }
+  setTimeout(tick, Number(table.dataset.interval || 2000));
+}
+
 function liveBadge(badge) {
   let etag = null;
   const interval = Number(badge.dataset.interval || 5000);
@@ -184,10 +315,14 @@ window.addEventListener("hashchange", openLinkedTimeline);
 
 document.addEventListener("DOMContentLoaded", () => {
   openLinkedTimeline();
+  const clock = document.getElementById("contest-clock");
+  if (clock) liveClock(clock);
   const badge = document.getElementById("msg-badge");
   if (badge) liveBadge(badge);
   const board = document.getElementById("scoreboard");
   if (board) liveScoreboard(board);
+  for (const list of document.querySelectorAll("table[data-live-url]"))
+    if (list.dataset.live === "1") liveList(list);
   const points = document.getElementById("points");
   if (points && points.dataset.live === "1") liveSubmission(points);
 });
