@@ -87,9 +87,21 @@ def _wait_with_progress(service: Service, submission_id: int, timeout: float) ->
             sys.exit(1)
 
 
+def _local_service() -> Service:
+    """The local database's ``Service`` for the reading commands; ``click.ClickException`` (exit 1) when no
+    database URL is set and the local SQLite file does not exist yet: a contestant who logged out (or
+    never logged in) is told so, and no empty database is made in the current directory."""
+    settings = load_settings()
+    path = settings.data_dir / "kdt-grade.sqlite3"
+    if settings.database_url is None and not path.exists():
+        raise click.ClickException(f"no server is configured (`kdt-grade login URL TOKEN` uses one) and there is "
+                                   f"no local database at {path.resolve()}: nothing was submitted here yet")
+    return Service(settings)
+
+
 def status_local(submission_id: int, as_json: bool) -> None:
     """``kdt-grade status`` from the local database."""
-    with Service() as service:
+    with _local_service() as service:
         try:
             state = service.status(submission_id)
         except LookupError as exc:
@@ -104,7 +116,7 @@ def status_local(submission_id: int, as_json: bool) -> None:
 
 def leaderboard_local(as_json: bool, as_csv: bool) -> None:
     """``kdt-grade leaderboard`` from the local database (every submission counts: no freeze here)."""
-    with Service() as service:
+    with _local_service() as service:
         rows = service.leaderboard()
     print_leaderboard(rows, as_json, as_csv)
 
@@ -122,7 +134,7 @@ def rules_local() -> dict:
 
 def submissions_local(user: str, as_json: bool) -> None:
     """``kdt-grade submissions``: one user's submissions in the local database, newest first."""
-    with Service() as service:
+    with _local_service() as service:
         rows = newest_first([r for r in service.all_submissions() if r["user_name"] == user])
     if as_json:
         dump_json(rows)
@@ -132,7 +144,7 @@ def submissions_local(user: str, as_json: bool) -> None:
 
 def source_local(submission_id: int) -> str:
     """``kdt-grade source``: the text of a submission in the local database."""
-    with Service() as service:
+    with _local_service() as service:
         try:
             return service.submission_source(submission_id)
         except LookupError as exc:

@@ -256,7 +256,8 @@ def check_in(session: Session, user_id: int) -> None:
 
 
 def allowance(database: Database, user_id: int, now: datetime | None = None) -> dict[str, Any]:
-    """What user ``user_id`` may do now: ``{"can_submit", "reason", "retry_after" (seconds or None),
+    """What user ``user_id`` may do now: ``{"can_submit", "reason", "rule" (the reason without its wait),
+    "retry_after" (seconds or None),
     "pending", "submitted_last_hour", "remaining_this_hour" (None: no hourly limit)}``."""
     now = now or utcnow()
     with database.read_session() as session:
@@ -265,6 +266,8 @@ def allowance(database: Database, user_id: int, now: datetime | None = None) -> 
         hour = len(contest_db.recent_submissions(session, user_id, now - HOUR))
         pending = contest_db.pending_count(session, user_id)
     return {"can_submit": worst is None, "reason": worst.message if worst else None,
+            # the rule alone, without the wait that _limit_refusals appends (pages say the wait their way)
+            "rule": worst.message.split(": try again in ")[0] if worst else None,
             "retry_after": worst.retry_after if worst else None, "pending": pending,
             "submitted_last_hour": hour,
             "remaining_this_hour": None if rules.max_per_hour is None else max(0, rules.max_per_hour - hour)}

@@ -19,6 +19,7 @@ from typing import Any
 
 from judger.scoring import cycles_for_score, point_score
 from judger.tasks import TASKS, TIMEOUT_S, TRIALS, get_point
+from judger.verdicts import Verdict
 
 from . import contest
 from .database import Database
@@ -37,7 +38,8 @@ FORMULA = "score = 100 if cycles <= T, else 10 + 90 * (T / cycles) ** 4"
 SCORING = {
     "point": (f"A correct test point (verdict AC) with threshold T scores 100 if its cycles are at most T, else "
               f"10 + 90 * (T / cycles)^4: between 10 and 100, and twice T's cycles score 10 + 90/16 = 15.625. "
-              f"Any other verdict (WA, CE, RE, TLE, MLE, SV) scores 0. The cycles are those of the last of "
+              f"Any other verdict ({', '.join(v.value for v in Verdict if v not in (Verdict.AC, Verdict.IE))}) "
+              f"scores 0. The cycles are those of the last of "
               f"the {TRIALS} trials; a simulation that runs longer than {TIMEOUT_S:g} s of wall-clock time "
               f"is TLE. IE is the judge's own fault and is graded again, never scored."),
     "task": "A task's score is the mean of its test points' scores times its weight / 100.",
@@ -118,7 +120,10 @@ def _count(value: int | float | None, unit: str) -> str:
 def _lines(rules: contest.Rules, max_bytes: int, now: datetime) -> list[dict[str, str]]:
     """The window, the freeze and the limits in words (an unset one: "no limit" or what it means)."""
     freeze = _when(rules.freeze_at, "none: the leaderboard is never frozen")
-    if rules.frozen(now):
+    cutoff = rules.leaderboard_cutoff(now)
+    if cutoff is not None and cutoff != rules.freeze_at:  # frozen by hand (before or without a schedule)
+        freeze = f"{_when(rules.freeze_at, 'none scheduled')}; frozen by the organisers since {_when(cutoff, '')}"
+    elif cutoff is not None:
         freeze += " (frozen now)"
     elif rules.freeze_at is not None and rules.unfrozen:
         freeze += " (lifted)"

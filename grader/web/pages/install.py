@@ -25,7 +25,6 @@ def install_pages(app: FastAPI) -> None:
     ``/admin/scoreboard``), ``/api/v1/docs`` and
     ``/static``."""
     app.state.scoreboards = Scoreboards(app.state.service)
-    app.state.message_stamps = messages.Stamps(app.state.service)
     app.include_router(public.router)
     app.include_router(contestant.router)
     app.include_router(messages.router)

@@ -247,7 +247,7 @@ def etag_json(request: Request, doc) -> Response:
     """``doc`` as JSON with an ETag of its bytes: 304 when the request's ``If-None-Match`` is that ETag."""
     body = json.dumps(doc, separators=(",", ":")).encode()
     etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
-    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    headers = {"ETag": etag, "Cache-Control": "private, no-cache"}  # one user's document: no shared cache
     if request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)

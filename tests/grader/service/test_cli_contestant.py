@@ -81,6 +81,13 @@ def test_logout_removes_the_saved_login_and_is_harmless_without_one(tmp_path):
     path.write_text("{not json")
     unreadable = run_cli(["logout"], env)
     assert unreadable.stdout == f"logged out: removed an unreadable login file ({path})\n" and not path.exists()
+    # logged out, with nothing submitted here: the reading commands say so instead of showing an empty list
+    # from a database they would have made in the current directory (contestant review)
+    database = tmp_path / "var" / "kdt-grade.sqlite3"
+    for args in (["submissions"], ["status", "1"], ["leaderboard"], ["source", "1"]):
+        lost = run_cli(args, env, check=False)
+        assert lost.returncode == 1 and "no server is configured (`kdt-grade login URL TOKEN` uses one)" in lost.stderr
+        assert f"no local database at {database}" in lost.stderr and not database.exists(), args
     overridden = run_cli(["logout"], {**env, "KDT_GRADE_SERVER": "http://127.0.0.1:9"})
     assert overridden.returncode == 0 and overridden.stdout.startswith("not logged in")
     assert overridden.stderr == ("KDT_GRADE_SERVER is still set in your environment: the commands still use "

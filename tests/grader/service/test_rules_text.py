@@ -69,6 +69,11 @@ def test_the_contest_times_and_limits_in_words(make_deployment):
         "max_bytes": "1,048,576 bytes at most"}
     assert unset["contest"]["limits"] == {"min_interval_seconds": None, "max_per_hour": None, "max_pending": None,
                                           "max_questions_per_hour": None, "max_bytes": 1048576}
+    # frozen by hand with no freeze scheduled: said so (attacker review: it said "never frozen (frozen now)")
+    contest.freeze_now(service, now=datetime(2026, 12, 6, 2, tzinfo=UTC))
+    frozen = contestant_rules(service, now=datetime(2026, 12, 6, 3, tzinfo=UTC))
+    assert frozen["lines"][2]["text"] == "none scheduled; frozen by the organisers since 2026-12-06 02:00:00 UTC"
+    contest.unfreeze(service)
 
     contest.set_rules(service, name="KDT 2026", starts_at=datetime(2026, 12, 6, 1, tzinfo=UTC),
                       ends_at=datetime(2026, 12, 6, 9, tzinfo=UTC), freeze_at=datetime(2026, 12, 6, 8, tzinfo=UTC),

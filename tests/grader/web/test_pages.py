@@ -151,8 +151,11 @@ def test_submit_page_shows_and_enforces_the_limits(server):
     assert submit_page(client).status_code == 303
     form = client.get("/submit").text
     assert "Not now:" in form and re.search(r"next submission allowed in (59 min \d\d s|1 h 00 min)", form)
+    assert "Not now: one submission every 3600 s; next submission allowed in" in form and "try again" not in form
     again = submit_page(client)
     assert again.status_code == 429 and "Not now:" in again.text
+    # the refusal is said once, with one wait (a contestant saw it twice, with two countdowns a second apart)
+    assert again.text.count("one submission every 3600 s") == 1 and "try again" not in again.text
     assert client.get("/submissions").text.count('<tr data-id="') == 1  # the refused one is not stored
 
 
