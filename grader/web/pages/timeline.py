@@ -102,7 +102,8 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
         parts.append(f'<rect class="tl-bar tl-{lane.lower()}{crit}" x="{x:.2f}" y="{lane_y[lane] + row * ROW + 1:.2f}" '
                      f'width="{width:.2f}" height="{ROW - 2:.2f}"><title>{escape(title)}</title></rect>')
     if path:
-        chart, y = _cycles_chart(raw, path, runs[job][2] if job < len(runs) else span, y + 4)
+        chart, y = _cycles_chart(raw, path, runs[job][2] if job < len(runs) else span, y + 4, job,
+                                 record["kernel_cycles"])
         parts += chart
     y += 4
     if _cut(record, job):
@@ -148,12 +149,15 @@ def reason_text(raw: list, k: int) -> str:
             f"which finished at {g[2]}{held}")
 
 
-def _cycles_chart(raw: list, path: list, job_cycles: int, y: float) -> tuple[list[str], float]:
-    """"Where the cycles went" (module docstring), ``CHART_HEIGHT`` pixels from ``y``."""
+def _cycles_chart(raw: list, path: list, job_cycles: int, y: float, job: int = 0,
+                  kernel_cycles: int = 0) -> tuple[list[str], float]:
+    """"Where the cycles went" of job ``job`` (module docstring), ``CHART_HEIGHT`` pixels from ``y``; its
+    heading says how the job's cycles stand to the launch's ``kernel_cycles``."""
     scale = PLOT_WIDTH / max(job_cycles, 1)
-    out = [f'<text class="tl-bold" x="{X0}" y="{y + 10:.2f}">where the job\'s {job_cycles:,} cycles went</text>'
-           f'<text class="tl-small" x="{X0 + 190}" y="{y + 10:.2f}">(outlined bars: the critical path, from the '
-           'last finish back to the start)</text>']
+    of = f" (of the launch's {kernel_cycles:,})" if kernel_cycles > job_cycles else ""
+    out = [f'<text class="tl-bold" x="{X0}" y="{y + 10:.2f}">where job {job}\'s {job_cycles:,} cycles went{of}</text>'
+           f'<text class="tl-small" x="{X0 + PLOT_WIDTH}" y="{y + 10:.2f}" text-anchor="end">outlined bars: the '
+           'critical path, from the last finish back to the start; the stalls are this job\'s alone</text>']
     units, per_line = {}, {}
     for link in path:
         key = link["line"]

@@ -114,12 +114,17 @@ def test_where_the_cycles_went_adds_up_against_the_trace(case, job):
     issues = [e[1] for e in record["traces"][str(job)] if e[3] != "FREE"]
     gaps = sum(b - a - 1 for a, b in zip(issues, issues[1:]))
     assert sum(stalls.values()) == gaps and 0 not in stalls.values()
+    heading = next(t.text for t in root.iter(f"{SVG}text") if (t.text or "").startswith("where job"))
+    of = f" (of the launch's {record['kernel_cycles']:,})" if record["kernel_cycles"] > job_cycles else ""
+    assert heading == f"where job {job}'s {job_cycles:,} cycles went{of}"
     rest = next(r for r in rects if r.get("data-cause") == "none")
     assert int(rest.get("data-cycles")) == job_cycles - gaps
     if case == "c01_statement_example":
         assert stalls == {"raw": 113, "unit": 15}
         assert {r.get("data-line"): int(r.get("data-cycles")) for r in rects if "tl-share" in r.get("class", "")} == {
             "25": 1024, "23": 100, "": 1, "24": 1}
+        heading = [t.text for t in root.iter(f"{SVG}text") if (t.text or "").startswith("where job")]
+        assert heading == ["where job 0's 1,126 cycles went"]  # one job, the whole launch
         said = [t.text for t in root.iter(f"{SVG}text") if (t.text or "").startswith("holds up others most")]
         assert said == ["holds up others most: line 23 (load) 99 cycles, raw; line 26 (mul) 15 cycles, unit; "
                         "line 24 (add) 14 cycles, raw"]
