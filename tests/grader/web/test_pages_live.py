@@ -115,7 +115,7 @@ def test_the_lists_show_verdicts_at_a_glance_and_the_submission_that_counts(serv
     assert [i for i, row in rows.items() if row["counts"]] == [2] and rows[2]["total"] == f"{states[2]['total']:.2f}"
 
     live = mine.get("/submissions.json")
-    assert live.status_code == 200 and live.headers["cache-control"] == "no-cache"
+    assert live.status_code == 200 and live.headers["cache-control"] == "private, no-cache"
     doc = live.json()
     assert doc["live"] is False and [r["id"] for r in doc["rows"]] == [3, 2, 1]
     assert doc["rows"][1]["verdicts_text"] == rows[2]["verdicts"] and doc["rows"][1]["counts"] is True
