@@ -126,13 +126,20 @@ class GraderVersion(BaseModel):
     code_sha256: str = Field(description="SHA-256 of kdt/ and judger/ (`kdt-grade version` prints yours)")
 
 
-class Contest(BaseModel):
+class RulesContest(BaseModel):
+    """The contest's name, times (ISO 8601) and limits, as the rules tell them."""
+
     name: str | None
     starts_at: str | None
     ends_at: str | None
     freeze_at: str | None
     frozen: bool
     limits: Limits
+
+
+class Contest(RulesContest):
+    """The contest's times and limits (``RulesContest``) with the caller and the server's time."""
+
     user: str | None = Field(description="the caller (with a token)")
     allowance: Allowance | None = Field(description="the caller's remaining allowance (with a token)")
     server_time: str
@@ -143,15 +150,6 @@ class RuleLine(BaseModel):
     key: str = Field(description="the contest setting it tells (`starts_at`, `max_per_hour`, ...)")
     label: str
     text: str = Field(description="its value in words; `no limit` when unset")
-
-
-class RulesContest(BaseModel):
-    name: str | None
-    starts_at: str | None
-    ends_at: str | None
-    freeze_at: str | None
-    frozen: bool
-    limits: Limits
 
 
 class RulesExample(BaseModel):

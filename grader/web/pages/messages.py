@@ -17,9 +17,6 @@ The organisers' side (the queue, answer / answer to all / ignore, announcing) is
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import time
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Form, Query, Request
@@ -100,10 +97,4 @@ def badge(request: Request) -> Response:
     account = session.page_account(request)
     if account is None:
         return JSONResponse({"error": "unauthorized", "message": "log in to see your messages"}, 401)
-    doc = messages.unread(request.app.state.service, account)
-    key = f"{account.id}|{json.dumps(doc, sort_keys=True)}"
-    etag = '"' + hashlib.sha256(key.encode()).hexdigest()[:20] + '"'
-    headers = {"ETag": etag, "Cache-Control": "private, no-cache"}
-    if request.headers.get("if-none-match") == etag:
-        return Response(status_code=304, headers=headers)
-    return JSONResponse(doc, headers=headers)
+    return views.etag_json(request, messages.unread(request.app.state.service, account))
