@@ -16,42 +16,35 @@ def contest_group() -> None:
     """The contest's rules: window, freeze, submission limits (stored in the database)."""
 
 
-def _number(kind):
+def _setting(key: str):
+    """The option's callback: not given stays unchanged (``...``), else ``contest.parse_setting``."""
     def convert(_ctx, _param, value):
         if value is None:
             return ...  # not given: unchanged
-        if value.strip().lower() == "none":
-            return None
         try:
-            return kind(value)
-        except ValueError:
-            raise click.BadParameter(f"expected a number or `none`, got {value!r}") from None
+            return contest.parse_setting(key, value)
+        except Refusal as exc:
+            raise click.BadParameter(exc.message) from None
     return convert
 
 
-def _time(_ctx, _param, value):
-    if value is None:
-        return ...
-    try:
-        return contest.parse_time(value)
-    except Refusal as exc:
-        raise click.BadParameter(exc.message) from None
-
-
 @contest_group.command("set")
-@click.option("--name", help="The contest's name (`none` clears).")
-@click.option("--start", callback=_time, help="ISO time with offset, e.g. 2026-12-06T09:00+08:00 (`none`: open).")
-@click.option("--end", callback=_time, help="ISO time with offset (`none`: no end).")
-@click.option("--freeze", callback=_time, help="The scheduled freeze: from this time the public leaderboard counts "
-              "only earlier submissions (`none`: never; `admin contest freeze` freezes now).")
-@click.option("--min-interval", callback=_number(float), help="Seconds between two submissions of a user.")
-@click.option("--max-per-hour", callback=_number(int), help="Submissions per user in any hour.")
-@click.option("--max-pending", callback=_number(int), help="Submissions per user not graded yet.")
-@click.option("--max-questions-per-hour", callback=_number(int), help="Clarification requests per user in any hour.")
+@click.option("--name", callback=_setting("name"), help="The contest's name (`none` clears).")
+@click.option("--start", callback=_setting("starts_at"),
+              help="ISO time with offset, e.g. 2026-12-06T09:00+08:00 (`none`: open).")
+@click.option("--end", callback=_setting("ends_at"), help="ISO time with offset (`none`: no end).")
+@click.option("--freeze", callback=_setting("freeze_at"),
+              help="The scheduled freeze: from this time the public leaderboard counts only earlier submissions "
+              "(`none`: never; `admin contest freeze` freezes now).")
+@click.option("--min-interval", callback=_setting("min_interval_seconds"),
+              help="Seconds between two submissions of a user.")
+@click.option("--max-per-hour", callback=_setting("max_per_hour"), help="Submissions per user in any hour.")
+@click.option("--max-pending", callback=_setting("max_pending"), help="Submissions per user not graded yet.")
+@click.option("--max-questions-per-hour", callback=_setting("max_questions_per_hour"),
+              help="Clarification requests per user in any hour.")
 def set_(name, start, end, freeze, min_interval, max_per_hour, max_pending, max_questions_per_hour) -> None:
     """Change the given rules (others stay; `none` clears one: no limit) and show them."""
-    given = {"name": ... if name is None else (None if name.lower() == "none" else name), "starts_at": start,
-             "ends_at": end, "freeze_at": freeze, "min_interval_seconds": min_interval,
+    given = {"name": name, "starts_at": start, "ends_at": end, "freeze_at": freeze, "min_interval_seconds": min_interval,
              "max_per_hour": max_per_hour, "max_pending": max_pending,
              "max_questions_per_hour": max_questions_per_hour}
     changes = {k: v for k, v in given.items() if v is not ...}

@@ -46,9 +46,9 @@ def import_(file: Path) -> None:
 
     All or nothing: if one name is invalid or taken, no user is created."""
     try:
-        rows = accounts.parse_user_csv(file.read_text(encoding="utf-8-sig"))
+        text = file.read_text(encoding="utf-8-sig")
         with Service() as service:
-            created = accounts.import_users(service, rows)
+            created = accounts.import_user_csv(service, text)
     except Refusal as exc:
         raise refused(exc) from None
     except UnicodeDecodeError:

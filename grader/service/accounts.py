@@ -8,9 +8,9 @@ A token is found by its hash (a unique index) and the stored hash is compared ag
 ``hmac.compare_digest``, so no comparison leaks timing about a token's bytes. Tokens are shown once, when
 created (``admin users add``, ``import``, ``reset-token``), and never logged.
 
-Public API: ``Account``, ``new_token``, ``hash_token``, ``check_name``, ``add_user``, ``import_users``,
-``list_users``, ``set_disabled``, ``reset_token``, ``authenticate`` (``well_formed`` and
-``account_for``: its two halves). The functions take a ``grader.service.database.Database`` (a
+Public API: ``Account``, ``new_token``, ``hash_token``, ``check_name``, ``add_user``, ``parse_user_csv``,
+``import_users``, ``import_user_csv``, ``list_users``, ``set_disabled``, ``reset_token``, ``authenticate``
+(``well_formed`` and ``account_for``: its two halves). The functions take a ``grader.service.database.Database`` (a
 ``Service`` is one) for its transactions.
 """
 from __future__ import annotations
@@ -98,8 +98,14 @@ def add_user(database: Database, name: str, display_name: str | None = None,
 
 
 def parse_user_csv(text: str) -> list[tuple[str, str | None]]:
-    """``name[,display_name]`` lines (blank lines and a ``name,...`` header skipped) as pairs. Raises
-    ``BadRequest`` naming the line of the first invalid or repeated name."""
+    """``name[,display_name]`` lines (blank lines and a ``name,...`` header skipped) as pairs, display
+    names cleaned (``None`` when blank). Raises ``BadRequest`` naming the line of the first invalid or
+    repeated name or invalid display name."""
+    return [(name, display_name) for _number, name, display_name in _user_lines(text)]
+
+
+def _user_lines(text: str) -> list[tuple[int, str, str | None]]:
+    """``parse_user_csv`` with each user's line number (1-based) first."""
     users, seen = [], set()
     for number, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
         if not fields or not any(f.strip() for f in fields):
@@ -111,29 +117,42 @@ def parse_user_csv(text: str) -> list[tuple[str, str | None]]:
             raise BadRequest(f"line {number}: expected name[,display_name], got {len(fields)} fields")
         try:
             check_name(name)
+            display_name = _display_name(fields[1] if len(fields) > 1 else None)
         except BadRequest as exc:
-            raise BadRequest(f"line {number}: {exc}") from None
+            raise BadRequest(f"line {number}: {exc.message}") from None
         if name in seen:
             raise BadRequest(f"line {number}: {name!r} appears twice")
         seen.add(name)
-        users.append((name, fields[1] if len(fields) > 1 else None))
+        users.append((number, name, display_name))
     return users
 
 
-def import_users(database: Database, users: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+def import_users(database: Database, users: list[tuple[str, str | None]],
+                 lines: list[int] | None = None) -> list[tuple[str, str]]:
     """Create every ``(name, display_name)`` account in one transaction; return ``[(name, token)]``. If one
-    name is taken or invalid, ``BadRequest`` names it and no account is created."""
+    name is taken or invalid, ``BadRequest`` names it (and its line, given ``lines``: each user's line
+    number) and no account is created."""
     created = []
     with database.session() as session:
-        for name, display_name in users:
-            check_name(name)
-            token = new_token()
+        for index, (name, display_name) in enumerate(users):
+            where = f"line {lines[index]}: " if lines else ""
             try:
+                check_name(name)
+                token = new_token()
                 accounts_db.create_account(session, name, hash_token(token), _display_name(display_name))
+            except BadRequest as exc:
+                raise BadRequest(f"{where}{exc.message}; nothing was imported") from None
             except accounts_db.AccountExists as exc:
-                raise BadRequest(f"{exc}; nothing was imported") from None
+                raise BadRequest(f"{where}{exc}; nothing was imported") from None
             created.append((name, token))
     return created
+
+
+def import_user_csv(database: Database, text: str) -> list[tuple[str, str]]:
+    """Create the users of ``text`` (``parse_user_csv``'s format) in one transaction: ``[(name, token)]``.
+    All or nothing: ``BadRequest`` names the line of the first invalid, repeated or taken name."""
+    parsed = _user_lines(text)
+    return import_users(database, [(name, display) for _n, name, display in parsed], [n for n, _, _ in parsed])
 
 
 def list_users(database: Database) -> list[dict[str, Any]]:

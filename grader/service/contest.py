@@ -22,8 +22,9 @@ set`` or the admin API; read by the server for each submission:
 row, so two concurrent submissions of one user cannot both pass a limit. Organisers (admin accounts)
 are not held to the window or the limits.
 
-Public API: ``Rules``, ``parse_time``, ``get_rules``, ``set_rules``, ``freeze_now``, ``unfreeze``, ``admit``, ``check``,
-``check_in``, ``allowance``, ``public_leaderboard``, ``jury_leaderboard``.
+Public API: ``Rules``, ``parse_time``, ``parse_setting``, ``get_rules``, ``set_rules``, ``set_rules_from_text``,
+``freeze_now``, ``unfreeze``, ``admit``, ``check``, ``check_in``, ``allowance``, ``public_leaderboard``,
+``hidden_submissions``, ``jury_leaderboard``.
 """
 from __future__ import annotations
 
@@ -105,6 +106,48 @@ def parse_time(text: str | None) -> datetime | None:
     if not _plausible(value):
         raise BadRequest(f"{text.strip()} is not a plausible contest time")
     return value.astimezone(UTC)
+
+
+TIME_SETTINGS = ("starts_at", "ends_at", "freeze_at")
+COUNT_SETTINGS = ("max_per_hour", "max_pending", "max_questions_per_hour")
+TEXT_SETTINGS = ("name", *TIME_SETTINGS, "min_interval_seconds", *COUNT_SETTINGS)  # parse_setting's keys
+
+
+def parse_setting(key: str, text: str) -> Any:
+    """The value of setting ``key`` (one of ``TEXT_SETTINGS``) from its text, as a command's option or a
+    form field gives it: empty or ``none`` clears it (None: no limit); times as ``parse_time``;
+    ``min_interval_seconds`` a number of seconds, the ``*_per_hour`` and ``max_pending`` counts whole
+    numbers; the name as given, stripped. Ranges are ``set_rules``' to check. Raises ``BadRequest`` naming
+    the setting for text that is not such a value, ``KeyError`` for another key."""
+    if key not in TEXT_SETTINGS:
+        raise KeyError(key)
+    if key in TIME_SETTINGS:
+        return parse_time(text)
+    text = text.strip()
+    if text.lower() in ("", "none"):
+        return None
+    if key == "name":
+        return text
+    kind = int if key in COUNT_SETTINGS else float
+    try:
+        return kind(text)
+    except ValueError:
+        whole = "a whole number" if kind is int else "a number"
+        raise BadRequest(f"{key}: expected {whole} or `none`, got {text!r}") from None
+
+
+def set_rules_from_text(database: Database, texts: dict[str, str]) -> tuple[Rules, list[str]]:
+    """Set the rules of a form that sends every setting (``{key: text}``, keys of ``TEXT_SETTINGS``): each
+    text is read by ``parse_setting`` and only the settings whose value differs from the stored one are
+    changed, so sending an unchanged freeze time again does not freeze again after an unfreeze. Returns
+    the rules after and the keys changed (sorted; none: nothing was written). Raises ``BadRequest`` (as
+    ``parse_setting`` and ``set_rules``) and then stores nothing."""
+    parsed = {key: parse_setting(key, text) for key, text in texts.items()}
+    current = get_rules(database)
+    changes = {key: value for key, value in parsed.items() if getattr(current, key) != value}
+    if not changes:
+        return current, []
+    return set_rules(database, **changes), sorted(changes)
 
 
 def get_rules(database: Database) -> Rules:
@@ -284,6 +327,18 @@ def public_leaderboard(database: Database, now: datetime | None = None) -> dict[
         cutoff = rules.leaderboard_cutoff(now)
         rows = leaderboard_query(session, created_before=cutoff)
     return {"frozen": cutoff is not None, "freeze_at": iso(cutoff or rules.freeze_at), "rows": plain_rows(rows)}
+
+
+def hidden_submissions(database: Database, user_id: int, now: datetime | None = None) -> dict[str, Any] | None:
+    """While the public leaderboard is frozen, what it hides of user ``user_id``: ``{"count": how many of
+    the user's submissions were made at or after the freeze in force, "since": that freeze's time (ISO)}``
+    (count 0 when none); None when it is not frozen. For the user's own eyes only."""
+    now = now or utcnow()
+    with database.read_session() as session:
+        cutoff = Rules.from_row(contest_db.get_contest(session)).leaderboard_cutoff(now)
+        if cutoff is None:
+            return None
+        return {"count": len(contest_db.recent_submissions(session, user_id, cutoff)), "since": iso(cutoff)}
 
 
 def jury_leaderboard(database: Database, now: datetime | None = None) -> dict[str, Any]:
