@@ -117,8 +117,8 @@ def parse_setting(key: str, text: str) -> Any:
     """The value of setting ``key`` (one of ``TEXT_SETTINGS``) from its text, as a command's option or a
     form field gives it: empty or ``none`` clears it (None: no limit); times as ``parse_time``;
     ``min_interval_seconds`` a number of seconds, the ``*_per_hour`` and ``max_pending`` counts whole
-    numbers; the name as given, stripped. Ranges are ``set_rules``' to check. Raises ``BadRequest`` naming
-    the setting for text that is not such a value, ``KeyError`` for another key."""
+    numbers; the name as given, stripped. Ranges are ``set_rules``' to check. Raises ``BadRequest`` for
+    text that is not such a value, ``KeyError`` for another key."""
     if key not in TEXT_SETTINGS:
         raise KeyError(key)
     if key in TIME_SETTINGS:
@@ -133,7 +133,7 @@ def parse_setting(key: str, text: str) -> Any:
         return kind(text)
     except ValueError:
         whole = "a whole number" if kind is int else "a number"
-        raise BadRequest(f"{key}: expected {whole} or `none`, got {text!r}") from None
+        raise BadRequest(f"expected {whole} or `none`, got {text!r}") from None
 
 
 def set_rules_from_text(database: Database, texts: dict[str, str]) -> tuple[Rules, list[str]]:
@@ -141,8 +141,13 @@ def set_rules_from_text(database: Database, texts: dict[str, str]) -> tuple[Rule
     text is read by ``parse_setting`` and only the settings whose value differs from the stored one are
     changed, so sending an unchanged freeze time again does not freeze again after an unfreeze. Returns
     the rules after and the keys changed (sorted; none: nothing was written). Raises ``BadRequest`` (as
-    ``parse_setting`` and ``set_rules``) and then stores nothing."""
-    parsed = {key: parse_setting(key, text) for key, text in texts.items()}
+    ``parse_setting``, its message then starting with the key, and ``set_rules``) and then stores nothing."""
+    parsed = {}
+    for key, text in texts.items():
+        try:
+            parsed[key] = parse_setting(key, text)
+        except BadRequest as exc:
+            raise BadRequest(f"{key}: {exc.message}") from None
     current = get_rules(database)
     changes = {key: value for key, value in parsed.items() if getattr(current, key) != value}
     if not changes:

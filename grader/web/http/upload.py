@@ -45,9 +45,10 @@ async def read_upload(request: Request, max_bytes: int) -> tuple[str, bytes]:
     return name, data
 
 
-async def read_upload_form(request: Request, max_bytes: int) -> tuple[str, bytes, dict[str, str]]:
+async def read_upload_form(request: Request, max_bytes: int,
+                           require_file: bool = True) -> tuple[str, bytes, dict[str, str]]:
     """``read_upload`` plus the form's small text fields (at most 8, each at most 16 KiB), such as the
-    page form's ``csrf``; same errors."""
+    page form's ``csrf``; same errors. Without ``require_file``, a form without the file gives ``("", b"")``."""
     content_type = request.headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
         raise BadRequest("send the file as multipart/form-data in the field `file` "
@@ -67,10 +68,12 @@ async def read_upload_form(request: Request, max_bytes: int) -> tuple[str, bytes
         raise BadRequest(f"malformed multipart body: {exc.message}", code="bad_upload") from None
     try:
         upload = form.get(FIELD)
-        if not isinstance(upload, UploadFile):
+        if isinstance(upload, UploadFile):
+            name, data = upload.filename or "submission.py", await upload.read()
+        elif require_file:
             raise BadRequest("the form has no file in the field `file`", code="bad_upload")
-        data = await upload.read()
-        name = upload.filename or "submission.py"
+        else:
+            name, data = "", b""
         fields = {key: value for key, value in form.multi_items() if isinstance(value, str)}
     finally:
         await form.close()

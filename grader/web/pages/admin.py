@@ -198,7 +198,9 @@ def questions_context(service) -> dict:
             "answer_max_chars": messages.ANSWER_MAX_CHARS}
 
 
-def _checked(request: Request, csrf: str):
+def checked(request: Request, csrf: str):
+    """The admin account of this session if ``csrf`` is its CSRF token; else the response to send (to
+    log in; 403 for a contestant or a bad token)."""
     account = organiser_account(request)
     if isinstance(account, Response):
         return account
@@ -236,7 +238,7 @@ def confirm_page(request: Request, account, *, heading: str, lines: list[str], a
 @router.post("/rejudge")
 async def rejudge(request: Request, id: int = Form(ge=1, le=2**31 - 1), csrf: str = Form("", max_length=128),
                   confirm: str = confirm_field()):
-    account = await run_in_threadpool(_checked, request, csrf)
+    account = await run_in_threadpool(checked, request, csrf)
     if isinstance(account, Response):
         return account
     service = request.app.state.service
@@ -264,7 +266,7 @@ def _confirm_rejudge(request: Request, account, submission_id: int) -> Response:
 
 @router.post("/freeze")
 def freeze(request: Request, csrf: str = Form("", max_length=128), confirm: str = confirm_field()):
-    account = _checked(request, csrf)
+    account = checked(request, csrf)
     if isinstance(account, Response):
         return account
     service = request.app.state.service
@@ -282,7 +284,7 @@ def freeze(request: Request, csrf: str = Form("", max_length=128), confirm: str 
 
 @router.post("/unfreeze")
 def unfreeze(request: Request, csrf: str = Form("", max_length=128), confirm: str = confirm_field()):
-    account = _checked(request, csrf)
+    account = checked(request, csrf)
     if isinstance(account, Response):
         return account
     service = request.app.state.service
@@ -314,7 +316,7 @@ async def rejudge_filtered(request: Request, csrf: str = Form("", max_length=128
     """"Rejudge these": the confirmation lists what the filters keep now (its form carries them and the
     newest id, so later submissions stay out); confirmed, the rejudge starts, with the totals before
     recorded, and the answer is its before/after page."""
-    account = await run_in_threadpool(_checked, request, csrf)
+    account = await run_in_threadpool(checked, request, csrf)
     if isinstance(account, Response):
         return account
     given = {"user": user, "verdict": verdict, "task": task, "since": since, "until": until}
@@ -385,7 +387,7 @@ def answer(request: Request, clarification_id: int = QuestionId, text: str = For
            csrf: str = Form("", max_length=128)):
     """Answer from the queue: ``to=author`` privately, ``to=all`` to everyone (with ``public_text``, when
     given, shown in place of the author's words). A bad text: the error page with the reason (400)."""
-    account = _checked(request, csrf)
+    account = checked(request, csrf)
     if isinstance(account, Response):
         return account
     publish = to == "all"
@@ -402,7 +404,7 @@ def answer(request: Request, clarification_id: int = QuestionId, text: str = For
 
 @router.post("/clarifications/{clarification_id}/ignore")
 def ignore(request: Request, clarification_id: int = QuestionId, csrf: str = Form("", max_length=128)):
-    account = _checked(request, csrf)
+    account = checked(request, csrf)
     if isinstance(account, Response):
         return account
     try:
@@ -415,7 +417,7 @@ def ignore(request: Request, clarification_id: int = QuestionId, csrf: str = For
 @router.post("/announce")
 def announce(request: Request, text: str = Form(""), pinned: str = Form("", max_length=8),
              csrf: str = Form("", max_length=128)):
-    account = _checked(request, csrf)
+    account = checked(request, csrf)
     if isinstance(account, Response):
         return account
     try:

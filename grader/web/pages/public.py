@@ -1,7 +1,8 @@
 """The public pages and the login (HTML, server-rendered; everything works without JavaScript).
 
-- ``/``: the contest banner and the public scoreboard; ``/scoreboard.json?since=VERSION`` its live update
-  (304, or only the changed rows: ``scoreboard``), for ``static/live.js``;
+- ``/``: the contest banner and the public scoreboard (while frozen, a logged-in contestant's own row
+  marked with their submissions it hides); ``/scoreboard.json?since=VERSION`` its live update (304, or
+  only the changed rows: ``scoreboard``), for ``static/live.js``;
 - ``/rules``: how a score follows from the cycles, the ranking, every test point's threshold, the
   contest's times and limits (``grader.service.rules_text``, as ``GET /api/v1/rules``);
 - ``/login`` (paste the token -> a server-side session, its id in an HttpOnly, SameSite=Strict cookie:
@@ -21,6 +22,7 @@ from grader.web.http.csrf import check_csrf, check_login_csrf, forget_login_csrf
 
 from . import render as views
 from .base import error_page, page
+from .scoreboard import pending_mark
 
 router = APIRouter(include_in_schema=False)
 
@@ -34,11 +36,18 @@ def _next(target: str | None) -> str:
 
 @router.get("/")
 def index(request: Request) -> Response:
-    """The banner and the public scoreboard."""
-    rules = contest.get_rules(request.app.state.service)
+    """The banner and the public scoreboard; while it is frozen, a logged-in contestant's own row says
+    how many of their submissions since the freeze it hides (``scoreboard.pending_mark``), for them only."""
+    service = request.app.state.service
+    rules = contest.get_rules(service)
     board = request.app.state.scoreboards.current()
-    return page(request, "index.html", rules=rules, banner=views.banner_view(rules, datetime.now(UTC)),
-                board=board, bands=views.SCORE_BANDS)
+    account = session.page_account(request)
+    own = None
+    if board.frozen and account is not None and not account.is_admin:
+        own = pending_mark(contest.hidden_submissions(service, account.id))
+    return page(request, "index.html", account=account, rules=rules,
+                banner=views.banner_view(rules, datetime.now(UTC)), board=board, bands=views.SCORE_BANDS,
+                own=own, rows_html=board.rows_html_for(account.name, own) if own else board.rows_html)
 
 
 @router.get("/scoreboard.json")

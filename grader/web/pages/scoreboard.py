@@ -10,6 +10,10 @@ table body once, and keeps the last ``KEEP`` versions. ``update(since)`` answers
 - ``{"version", "frozen", "full": true, "changed": [every row], "removed": []}`` when the version is unknown
   (too old, or another server process made it).
 
+While the board is frozen, a logged-in contestant's own row carries a mark of the submissions the freeze
+hides (``pending_mark``, ``Board.rows_html_for``): the page is rendered per viewer from the shared row
+HTML, never the shared board itself, so nobody else sees it.
+
 A row is display data: ``{"user", "name", "rank", "tasks": [4 scores], "bands": [4 colour classes:
 ``render.score_band``], "total", "created", "created_text"}``.
 """
@@ -41,10 +45,26 @@ class Board:
     frozen: bool
     rows: tuple
     rows_html: Markup  # the table body, rendered once per version (autoescaped)
+    row_html: tuple = ()  # each row's <tr> of it, in order
 
     @property
     def by_user(self) -> dict:
         return {row["user"]: row for row in self.rows}
+
+    def rows_html_for(self, user: str, pending: dict) -> Markup:
+        """The table body with ``user``'s row marked ``pending`` (``pending_mark``: for that user's own
+        eyes); ``rows_html`` when the user has no row."""
+        index = next((i for i, row in enumerate(self.rows) if row["user"] == user), None)
+        if index is None:
+            return self.rows_html
+        parts = list(self.row_html)
+        parts[index] = _macros().row(self.rows[index], pending)
+        return Markup("").join(parts)
+
+
+def _macros():
+    """The row macros of ``scoreboard_rows.html`` (``row``, ``empty``)."""
+    return environment.get_template("scoreboard_rows.html").module
 
 
 def board_rows(leaderboard: dict) -> tuple:
@@ -59,8 +79,21 @@ def board_rows(leaderboard: dict) -> tuple:
 def make_board(leaderboard: dict) -> Board:
     rows = board_rows(leaderboard)
     digest = hashlib.sha256(json.dumps([leaderboard["frozen"], rows], sort_keys=True).encode()).hexdigest()
-    html = Markup(environment.get_template("scoreboard_rows.html").render(rows=rows, columns=4 + len(TASKS)))
-    return Board(digest[:16], bool(leaderboard["frozen"]), rows, html)
+    macros = _macros()
+    row_html = tuple(Markup(macros.row(row)) for row in rows)
+    html = Markup("").join(row_html) if rows else Markup(macros.empty(4 + len(TASKS)))
+    return Board(digest[:16], bool(leaderboard["frozen"]), rows, html, row_html)
+
+
+def pending_mark(hidden: dict | None) -> dict | None:
+    """What the viewer's own row says while the board is frozen (``contest.hidden_submissions``): ``{"count",
+    "since" (ISO), "since_text", "label", "title"}``; None when nothing of theirs is hidden."""
+    if not hidden or not hidden["count"]:
+        return None
+    count, since_text = hidden["count"], time_text(hidden["since"])
+    return {**hidden, "since_text": since_text, "label": f"+{count} pending",
+            "title": f"{count} submission(s) of yours since the freeze at {since_text}: their results are "
+                     "hidden here until the scoreboard is unfrozen (only you see this)"}
 
 
 def diff(old: Board | None, new: Board) -> dict:

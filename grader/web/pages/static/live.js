@@ -85,10 +85,20 @@ async function getJSON(url, etag) {
   return {data: await response.json(), etag: response.headers.get("ETag")};
 }
 
-function boardRow(row) {
+// own: the viewer's pending mark while the board is frozen (the table's data-own-*), kept on their row.
+function boardRow(row, own) {
   const tr = document.createElement("tr");
   tr.dataset.user = row.user;
-  tr.append(cell(row.rank, "num col-rank"), cell(row.name, "col-name"));
+  const name = cell(row.name, "col-name");
+  if (own.user && row.user === own.user) {
+    const mark = document.createElement("span");
+    mark.className = "pending";
+    mark.title = own.title;
+    mark.textContent = own.label;
+    name.append(" ", mark);
+    tr.className = "own";
+  }
+  tr.append(cell(row.rank, "num col-rank"), name);
   row.tasks.forEach((s, i) => tr.append(cell(s, ("num " + (row.bands?.[i] || "")).trim())));
   tr.append(cell(row.total, "num total"));
   const td = document.createElement("td");
@@ -103,6 +113,7 @@ function boardRow(row) {
 
 function liveScoreboard(table) {
   const body = table.tBodies[0];
+  const own = {user: table.dataset.ownUser, label: table.dataset.ownLabel, title: table.dataset.ownTitle};
   let version = table.dataset.version;
   async function tick() {
     try {
@@ -114,7 +125,7 @@ function liveScoreboard(table) {
         const byUser = new Map([...body.querySelectorAll("tr[data-user]")].map(tr => [tr.dataset.user, tr]));
         for (const user of doc.removed || []) byUser.get(user)?.remove();
         for (const row of doc.changed) {
-          const fresh = boardRow(row);
+          const fresh = boardRow(row, own);
           const old = byUser.get(row.user);
           if (old) old.replaceWith(fresh); else body.append(fresh);
         }
