@@ -81,8 +81,10 @@ def rules_page(request: Request, account, status: int = 200, *, values: dict[str
         error = error[len(fault) + 2:]
     fields = [{"key": key, "label": label, "option": option, "hint": hint, "value": values[key],
                "error": error if key == fault else None} for key, label, option, hint in FIELDS]
+    labels = {key: label for key, label, _option, _hint in FIELDS}
+    summary = f"{labels[fault]}: see below" if fault else error
     return page(request, "contest_rules.html", status, account=account, rules=rules, fields=fields,
-                error=None if error is None else f"Nothing was saved: {error}.", notice=notice,
+                error=None if error is None else f"Nothing was saved ({summary}).", notice=notice,
                 freeze_state=freeze_state(rules, datetime.now(UTC)))
 
 

@@ -298,3 +298,63 @@ def test_the_admin_filters_the_submissions_and_confirms_a_rejudge_in_the_browser
     expect(cells.nth(3)).to_have_text("0.00")
     expect(cells.nth(4)).to_have_text("0.00")
     page.screenshot(path=str(ARTIFACTS / "admin-rejudge.png"), full_page=True)
+
+
+def test_an_organiser_adds_a_user_and_resets_its_token_in_the_browser(server, browser):
+    """An organiser adds a user on /admin/users (the token shown once, with the warning to copy it, and it
+    works), asks for a new token (the confirmation changes nothing), confirms (the old token is refused,
+    the new one works), and sends the rules form a bad limit (shown again with the reason). Then the
+    contestant sees their own pending submissions on the frozen board. Screenshots: ``admin-users.png``,
+    ``admin-user-token.png``, ``admin-user-reset-confirm.png``, ``admin-contest-error.png``,
+    ``board-own-pending.png``."""
+    from datetime import UTC, datetime, timedelta
+
+    from grader.service import contest
+    from test_pages_admin_users import api_status, insert_submission
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    root = server.add_user("root", admin=True)
+    server.add_user("alice", display_name="Alice Zhang")
+    page = log_in(browser, server, root)
+    page.goto(f"{server.url}/admin/users")
+    page.fill("#add-name", "zoe")
+    page.fill("#add-display", "Zoe Quinn")
+    page.screenshot(path=str(ARTIFACTS / "admin-users.png"), full_page=True)
+    page.click("#add-user button[type=submit]")
+    expect(page.locator("h1")).to_have_text("User zoe added")
+    expect(page.locator("#copy-warning")).to_contain_text("Copy this token now.")
+    first = page.locator('#new-tokens tr[data-user="zoe"] code.token').inner_text()
+    assert api_status(server, first) == 200
+    page.screenshot(path=str(ARTIFACTS / "admin-user-token.png"), full_page=True)
+
+    page.click("#back-to-users")
+    row = page.locator('#users tr[data-user="zoe"]')
+    expect(row.locator("td").nth(1)).to_have_text("Zoe Quinn")
+    row.locator("form[action='/admin/users/reset-token'] button").click()
+    expect(page.locator("h1")).to_have_text("Give zoe a new token?")
+    page.screenshot(path=str(ARTIFACTS / "admin-user-reset-confirm.png"), full_page=True)
+    assert api_status(server, first) == 200  # nothing changed yet
+    page.click("#confirm-form button")
+    expect(page.locator("h1")).to_have_text("New token of zoe")
+    second = page.locator('#new-tokens tr[data-user="zoe"] code.token').inner_text()
+    assert second != first and api_status(server, first) == 401 and api_status(server, second) == 200
+
+    page.goto(f"{server.url}/admin/contest")
+    page.fill("#rule-max_per_hour", "0")
+    page.click("#contest-rules button[type=submit]")
+    expect(page.locator("#form-error")).to_have_text("Nothing was saved (Submissions per user in any hour: see below).")
+    expect(page.locator("#error-max_per_hour")).to_contain_text("--max-per-hour must be between 1 and 1000000")
+    expect(page.locator("#rule-max_per_hour")).to_have_value("0")
+    page.screenshot(path=str(ARTIFACTS / "admin-contest-error.png"), full_page=True)
+    assert contest.get_rules(server.deployment.service).max_per_hour is None
+
+    freeze = datetime.now(UTC) - timedelta(minutes=30)
+    insert_submission(server, "alice", freeze - timedelta(minutes=5), total=41.5)
+    insert_submission(server, "zoe", freeze - timedelta(minutes=3), total=63.25)
+    insert_submission(server, "zoe", freeze + timedelta(minutes=2), total=80.0)
+    contest.set_rules(server.deployment.service, freeze_at=freeze)
+    zoe = log_in(browser, server, second)
+    zoe.goto(f"{server.url}/")
+    expect(zoe.locator('#scoreboard tr[data-user="zoe"] .pending')).to_have_text("+1 pending")
+    expect(zoe.locator('#scoreboard tr[data-user="alice"] .pending')).to_have_count(0)
+    zoe.screenshot(path=str(ARTIFACTS / "board-own-pending.png"), full_page=True)
