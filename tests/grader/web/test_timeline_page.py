@@ -14,8 +14,7 @@ import pytest
 
 from grader.web.pages import timeline
 from pages_testlib import module_server, wait_done
-from test_browser import ARGS, ARTIFACTS, CHROMIUM, expect
-from tests.shared_services import require
+from test_browser import ARTIFACTS, chromium, expect, log_in
 from weblib import FIXTURES
 
 MIX = FIXTURES / "timeline_mix.py"
@@ -161,24 +160,15 @@ def test_the_compile_errors_line_links_to_the_marked_listing_line(graded):
 
 @pytest.fixture(scope="module")
 def browser():
-    require(None if CHROMIUM.exists() else f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    """One Chromium for the module's browser tests."""
+    with chromium() as launched:
+        yield launched
 
 
-def logged_in(browser, graded, **viewport):
+def logged_in(browser, graded, **options):
+    """A new browser context logged in as the module's contestant, on the graded submission's page."""
     pages, token, submission, _ = graded
-    page = browser.new_context(viewport=viewport or {"width": 1280, "height": 900}).new_page()
-    page.goto(f"{pages.url}/login")
-    page.fill("#token", token)
-    page.click("main button[type=submit]")
-    page.wait_for_url(f"{pages.url}/submissions")
+    page = log_in(browser, pages, token, **options)
     page.goto(f"{pages.url}/submissions/{submission}")
     return page, submission
 
@@ -228,16 +218,9 @@ def test_in_the_browser_the_link_opens_the_picture_and_its_lines_lead_to_the_lis
 
 @pytest.mark.slow
 def test_without_javascript_the_link_opens_the_picture(graded, browser):
-    pages, token, submission, _ = graded
-    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.goto(f"{pages.url}/login")
-    page.fill("#token", token)
-    page.click("main button[type=submit]")
-    page.wait_for_url(f"{pages.url}/submissions")
-    page.goto(f"{pages.url}/submissions/{submission}")
+    page, submission = logged_in(browser, graded, java_script_enabled=False)
     page.locator('#pt-1-1 [data-f="timeline"] a').click()
-    page.wait_for_url(f"{pages.url}/submissions/{submission}?open=1-1#tl-1-1")
+    page.wait_for_url(f"{graded[0].url}/submissions/{submission}?open=1-1#tl-1-1")
     expect(page.locator("#tl-1-1")).to_have_attribute("open", "")
     expect(page.locator("#tl-1-1 iframe")).to_be_visible()
 
