@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -112,8 +112,11 @@ def _missing(request: Request, account, submission_id: int) -> Response:
 
 
 @router.get("/submissions/{submission_id}")
-def submission_page(request: Request, submission_id: int = SubmissionId) -> Response:
-    """Per-point table (live while grading), the timelines of the graded points, the highlighted source."""
+def submission_page(request: Request, submission_id: int = SubmissionId,
+                    opened: str = Query("", alias="open")) -> Response:
+    """Per-point table (live while grading), the timelines of the graded points, the highlighted source
+    (the lines the messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
+    "picture" links carry it, so the linked section is open without JavaScript)."""
     account = session.page_account(request)
     if account is None:
         return to_login(request)
@@ -122,8 +125,9 @@ def submission_page(request: Request, submission_id: int = SubmissionId) -> Resp
         return _missing(request, account, submission_id)
     service = request.app.state.service
     _, source = visibility.source_for(service, account, submission_id)
-    sub = views.submission_view(state, _frames(service, submission_id))
-    return page(request, "submission.html", account=account, sub=sub, source_html=views.highlight(source))
+    sub = views.submission_view(state, _frames(service, state))
+    return page(request, "submission.html", account=account, sub=sub, opened=opened,
+                source_html=views.highlight(source, views.message_lines(state)))
 
 
 @router.get("/submissions/{submission_id}/status.json")
@@ -133,16 +137,19 @@ def submission_live(request: Request, submission_id: int = SubmissionId) -> Resp
     state = None if account is None else _visible_state(request, account, submission_id)
     if state is None:
         return JSONResponse({"error": "not_found", "message": f"no submission {submission_id} of yours"}, 404)
-    return views.etag_json(request, views.live_document(state, _frames(request.app.state.service, submission_id)))
+    return views.etag_json(request, views.live_document(state, _frames(request.app.state.service, state)))
 
 
-def _frames(service, submission_id: int) -> dict:
-    """(task, point) -> timeline height in pixels, for each stored trace of the submission."""
-    return {key: timeline_height(record, 0) for key, record in queries.trace_records(service, submission_id).items()}
+def _frames(service, state: dict) -> dict:
+    """(task, point) -> timeline height in pixels, for each stored trace of the submission (status
+    document ``state``; the height depends on whether the point's threshold is marked)."""
+    thresholds = {(p["task"], p["point"]): p["cycles_for_100"] for p in state["points"]}
+    return {key: timeline_height(record, 0, thresholds.get(key))
+            for key, record in queries.trace_records(service, state["id"]).items()}
 
 
 def _point_record(request: Request, submission_id: int, task: int, point: int):
-    """(account, record) of a graded point the caller may see, or a 404/redirect response."""
+    """(record, the point's status entry) of a graded point the caller may see, or a 404/redirect response."""
     account = session.page_account(request)
     if account is None:
         return to_login(request)
@@ -155,17 +162,20 @@ def _point_record(request: Request, submission_id: int, task: int, point: int):
     if record is None:
         return error_page(request, 404, "Not found", f"No timeline for task {task} point {point} of submission "
                           f"{submission_id} (not yours, not graded yet, or nothing was simulated).", account)
-    return record
+    return record, entry
 
 
 @router.get("/submissions/{submission_id}/points/{task}/{point}/timeline.svg")
 def timeline(request: Request, submission_id: int = SubmissionId, task: int = Path(ge=1, le=99),
              point: int = Path(ge=0, le=99)) -> Response:
-    """The timeline picture (SVG) of job 0 of a graded point."""
-    record = _point_record(request, submission_id, task, point)
-    if isinstance(record, Response):
-        return record
-    svg = timeline_svg(record, 0, svg_id=f"timeline-{task}-{point}")
+    """The timeline picture (SVG) of job 0 of a graded point, its threshold marked, its source lines
+    linked to the submission page's listing."""
+    found = _point_record(request, submission_id, task, point)
+    if isinstance(found, Response):
+        return found
+    record, entry = found
+    svg = timeline_svg(record, 0, svg_id=f"timeline-{task}-{point}", threshold=entry["cycles_for_100"],
+                       source_url=f"/submissions/{submission_id}")
     return Response(svg, media_type="image/svg+xml", headers=SVG_HEADERS)
 
 
@@ -173,9 +183,10 @@ def timeline(request: Request, submission_id: int = SubmissionId, task: int = Pa
 def perfetto(request: Request, submission_id: int = SubmissionId, task: int = Path(ge=1, le=99),
              point: int = Path(ge=0, le=99)) -> Response:
     """The point's Perfetto / Chrome trace JSON (jobs 0-3 and the placement), as a download."""
-    record = _point_record(request, submission_id, task, point)
-    if isinstance(record, Response):
-        return record
+    found = _point_record(request, submission_id, task, point)
+    if isinstance(found, Response):
+        return found
+    record, _ = found
     name = f"submission-{submission_id}-task{task}-point{point}.perfetto.json"
     return Response(trace_record.perfetto_json(record), media_type="application/json",
                     headers={"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "private"})

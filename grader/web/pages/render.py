@@ -6,7 +6,9 @@ that turn the service's plain data into display strings, once, for the templates
   and, for ``static/live.js``, the server's now and the contest's times) in the context;
 - ``point_view``, ``submission_view``, ``submission_row``, ``banner_view``, ``allowance_view``,
   ``rules_view``: display strings (cycles ``22,482``, scores ``37.30``, utilisation ``91.1%``, times ``2026-12-01 09:45:12 UTC``);
-- ``highlight(source)``: the source as Pygments HTML (line numbers), ``pygments_css()`` its stylesheet.
+- ``highlight(source, marked)``: the source as Pygments HTML (line numbers, ``#L-N`` anchors, the lines
+  the messages name marked), ``pygments_css()`` its stylesheet; ``message_parts`` cuts a message where
+  it names a line, for the links to those anchors.
 
 Every value reaches HTML through autoescaping templates (or ``textContent`` in live.js); the only markup
 inserted as-is is Pygments' output, which escapes the source itself.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import UTC, datetime
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -32,13 +35,15 @@ from grader.web.http import cookie_session as session
 from grader.web.http.csrf import csrf_for
 from judger.tasks import TASKS
 
-from .timeline import SVG_WIDTH
+from .timeline import SVG_WIDTH, threshold_text
 from judger.verdicts import VERDICTS, Verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 DEFAULT_NAME = "KDT contest"
-_FORMATTER = HtmlFormatter(linenos="table", cssclass="source", lineanchors="L", wrapcode=True)
+_FORMATTER_OPTIONS = {"linenos": "table", "cssclass": "source", "linespans": "L", "wrapcode": True}
+_FORMATTER = HtmlFormatter(**_FORMATTER_OPTIONS)
+MESSAGE_LINE = re.compile(r"\bLine (\d{1,7})\b")  # how compile and launch errors name the kernel's line
 
 environment = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=False,
                           auto_reload=False)
@@ -200,8 +205,12 @@ def point_view(submission_id: int, p: dict, frames: dict) -> dict:
         "cycles": cycles_text(p["cycles"]), "for_100": cycles_text(p["cycles_for_100"]),
         "for_plus_10": cycles_text(p["cycles_for_plus_10"]),
         "score": score_text(p["score"]) if done else "", "utilisation": util_text(p["utilisation"]),
-        "message": p["message"] or "", "timeline": f"{base}/timeline.svg" if has_trace else None,
+        "message": p["message"] or "", "message_parts": message_parts(p["message"] or ""),
+        "timeline": f"{base}/timeline.svg" if has_trace else None,
+        "picture": f"/submissions/{submission_id}?open={p['task']}-{p['point']}#tl-{p['task']}-{p['point']}"
+        if has_trace else None,
         "perfetto": f"{base}/perfetto.json" if has_trace else None, "height": height,
+        "threshold_note": threshold_text(p["cycles"], p["cycles_for_100"]) if has_trace and p["cycles"] else "",
         "width": SVG_WIDTH + 4 if has_trace else None,
     }
 
@@ -325,9 +334,31 @@ def limit_lines(rules) -> list[str]:
     return lines or ["No rate limits are set for this contest."]
 
 
-def highlight(source: str) -> Markup:
-    """The source as highlighted HTML (Pygments escapes it), lines numbered and anchored ``#L-N``."""
-    return Markup(pygments_highlight(source, PythonLexer(), _FORMATTER))
+def message_parts(message: str) -> list[list]:
+    """A point's message cut where it names a line of the kernel (``Line 12, Col 5, ...``): ``[[text,
+    line or None], ...]`` in order, the texts joined being the message; the page links each part with a
+    line to the listing's ``#L-N`` (the template, and live.js with the same parts)."""
+    parts, at = [], 0
+    for match in MESSAGE_LINE.finditer(message):
+        if match.start() > at:
+            parts.append([message[at:match.start()], None])
+        parts.append([match.group(0), int(match.group(1))])
+        at = match.end()
+    if at < len(message):
+        parts.append([message[at:], None])
+    return parts
+
+
+def message_lines(state: dict) -> list[int]:
+    """The kernel's lines the messages of a submission's points name (status document ``state``), sorted."""
+    return sorted({int(m.group(1)) for p in state["points"] for m in MESSAGE_LINE.finditer(p["message"] or "")})
+
+
+def highlight(source: str, marked: list[int] = ()) -> Markup:
+    """The source as highlighted HTML (Pygments escapes it), each line a ``<span id="L-N">`` (the
+    anchors the messages and the timelines link to), the ``marked`` lines (1-based) in ``.hll``."""
+    formatter = _FORMATTER if not marked else HtmlFormatter(**{**_FORMATTER_OPTIONS, "hl_lines": list(marked)})
+    return Markup(pygments_highlight(source, PythonLexer(), formatter))
 
 
 @cache

@@ -18,13 +18,25 @@
   the gaps between the job's issue cycles) and the lines that hold others up most. A trace stored
   before stall reasons existed draws none of this;
 - the unit utilisations of the traced jobs beside the lanes (``Profile.summary()``);
-- below, the job -> SM placement of the whole launch, the drawn job highlighted.
+- the point's threshold (the most cycles that score 100), when given: the top line says how the
+  launch's cycles stand to it (``threshold_text``), and a dashed line (``<line class="tl-threshold"
+  data-cycles>``, labelled) marks it on the lanes when the job started at cycle 0 and on the
+  placement's launch axis, wherever it falls inside the drawn range (never off-scale);
+- below, the job -> SM placement of the whole launch, the drawn job highlighted: up to
+  ``LABELLED_SMS`` SMs one row per SM with one bar per job; more SMs (tasks 2 and 3 have 32) a strip
+  of how many SMs are busy over the launch (``<path class="tl-occ">``) above a grid of SM cells
+  (``<rect class="tl-cell" data-sm data-jobs data-busy>``, the SM's number and job count, darker when
+  busier), ``SM_COLUMNS`` cells a row;
+- with ``source_url`` (the submission page's address), every source line the picture names (the bars,
+  the critical path's segments, the lines that hold others up) is a link to ``source_url#L-N``, the
+  page's listing of that line (``target="_top"``: the picture is shown in a frame of that page).
 
 Geometry, so a test can check bar positions against the trace: a bar of an instruction issued at
 cycle ``i`` finishing at ``f`` has ``x = X0 + i * scale`` and ``width = max((f - i) * scale, MIN_WIDTH)``,
 both rounded to 2 decimals, where ``scale = PLOT_WIDTH / span`` pixels per cycle and ``span`` is the
 job's length in cycles (at least its last finish, at least 1); the root ``<svg>`` carries ``data-x0``,
-``data-scale`` and ``data-span``. At most ``MAX_BARS`` bars are drawn (the first ones in program order;
+``data-scale``, ``data-span`` and ``data-threshold``. The placement's axis is the launch's:
+``X0 + cycle * PLOT_WIDTH / launch`` with ``launch`` the kernel's cycles (at least every job's end). At most ``MAX_BARS`` bars are drawn (the first ones in program order;
 the picture says so when it cuts).
 
 All text from the record is escaped (the kernel's name comes from the submission).
@@ -32,6 +44,9 @@ All text from the record is escaped (the kernel's name comes from the submission
 from __future__ import annotations
 
 from html import escape
+from itertools import groupby
+
+import numpy as np
 
 from kdt.simulator import explain
 
@@ -43,7 +58,7 @@ UTIL_WIDTH = 150.0   # right gutter for the utilisations, pixels
 SVG_WIDTH = int(X0 + PLOT_WIDTH + UTIL_WIDTH)  # every picture's width (the page's frame scrolls to it on phones)
 ROW = 12.0           # height of one bar row, pixels
 LANE_GAP = 6.0
-AXIS_HEIGHT = 30.0
+AXIS_HEIGHT = 42.0   # the caption and threshold line, the threshold's label, the tick labels
 MIN_WIDTH = 1.0      # so zero-cycle instructions stay visible
 MAX_MEM_ROWS = 6
 MAX_BARS = 6_000
@@ -52,7 +67,12 @@ CHART_HEIGHT = 74.0  # "where the cycles went": a heading, two bars and the top 
 TOP_LINES = 3
 SM_ROW = 6.0         # placement row height with more than LABELLED_SMS SMs (else SM_ROW_WIDE)
 SM_ROW_WIDE = 11.0
-LABELLED_SMS = 8
+LABELLED_SMS = 8     # up to this many SMs, one labelled row per SM; more: the busy strip and the SM grid
+SM_COLUMNS = 16      # SM cells in a row of the grid
+CELL_HEIGHT = 16.0
+OCC_HEIGHT = 22.0    # the strip of busy SMs over the launch
+OCC_BUCKETS = 200    # its resolution: the launch in this many equal spans (4 pixels each)
+LABEL_ROW = 12.0     # the threshold's label above the placement, when it is drawn there
 LANES = ("ISU", "MEM", "VXM", "MXM")
 _LANE_OF_UNIT = {"FREE": "ISU", "MEM": "MEM", "VXM": "VXM", "MXM": "MXM"}
 
@@ -66,30 +86,41 @@ _STYLE = (
     ".tl-stall{stroke:#fff;stroke-width:0.5}.tl-raw{fill:#c0392b}.tl-waw{fill:#8e44ad}.tl-war{fill:#d4a017}"
     ".tl-unit{fill:#16a085}.tl-issuing{fill:#e3e4ea}.tl-bold{font:bold 11px sans-serif;fill:#222}"
     ".tl-inner{font:10px sans-serif;fill:#fff}"
+    ".tl-threshold{stroke:#c0392b;stroke-width:1.5;stroke-dasharray:4 3}"
+    ".tl-threshold-label{font:bold 10px sans-serif;fill:#c0392b}"
+    "a .tl-link,.tl-link{fill:#2b5fb4;text-decoration:underline}a:hover .tl-link{fill:#123d80}a{cursor:pointer}"
+    ".tl-occ{fill:#8e8e99}.tl-occ-bg{fill:#f0f0f3}.tl-cell{fill:#3b7dd8;stroke:#fff;stroke-width:1}"
+    ".tl-cell-job{stroke:#e07b24;stroke-width:2}.tl-cell-text{font:10px sans-serif;fill:#111;pointer-events:none}"
 )
 LIGHT_SEGMENTS = frozenset({"tl-issuing", "tl-share tl-isu"})  # labelled in dark ink
 STALL_WORDS = {"raw": "an input not yet written by", "waw": "its output still being written by",
                "war": "its output still being read by", "unit": "its unit busy with"}
 
 
-def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
+def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "", threshold: int | None = None,
+                 source_url: str = "") -> str:
     """The SVG text (one ``<svg>`` element) of ``job``'s trace in ``record``; geometry in the module
-    docstring. ``svg_id`` becomes the element's id (escaped). Raises ``KeyError`` if ``job`` is not traced."""
+    docstring. ``svg_id`` becomes the element's id (escaped); ``threshold`` is the point's cycles for
+    100 (None: not marked); with ``source_url`` the source lines named are links to ``source_url#L-N``.
+    Raises ``KeyError`` if ``job`` is not traced."""
     entries = job_trace(record, job)
     raw = record["traces"][str(job)]
     path = explain.critical_path(raw)
     on_path = {link["index"] for link in path if link["index"] is not None}
     runs = record["runs"]
-    span = max(runs[job][2] if job < len(runs) else 0, max((e[2] for e in entries), default=0), 1)
+    span = _span(record, job)
     scale = PLOT_WIDTH / span
     drawn = entries[:MAX_BARS]
     mem_rows = _mem_rows(drawn)
     lane_y, lane_rows, y = _lanes_layout(mem_rows)
+    links = _Links(source_url)
     parts = []
     parts += _axis(span, scale, y)
+    parts += _threshold_head(record, job, threshold, scale, y)
     parts += _lanes(lane_y, lane_rows, record["summary"].get("utilisation") or {},
                     record["summary"].get("traced_jobs", len(traced_jobs(record))))
     parts.append(_ticks(entries[:MAX_BARS], scale, lane_y["ISU"]))
+    bars = []
     for k, (op, issue, finish, unit, line) in enumerate(drawn):
         lane = _LANE_OF_UNIT[unit]
         row = min(mem_rows[k], MAX_MEM_ROWS - 1) if unit == "MEM" else 0
@@ -99,11 +130,13 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
                  f"{'' if unit == 'FREE' else ' on ' + unit}{reason_text(raw, k)}"
                  f"{chr(10) + 'on the critical path' if k in on_path else ''}")
         crit = " tl-crit" if k in on_path else ""
-        parts.append(f'<rect class="tl-bar tl-{lane.lower()}{crit}" x="{x:.2f}" y="{lane_y[lane] + row * ROW + 1:.2f}" '
-                     f'width="{width:.2f}" height="{ROW - 2:.2f}"><title>{escape(title)}</title></rect>')
+        bars.append((line, f'<rect class="tl-bar tl-{lane.lower()}{crit}" x="{x:.2f}" '
+                           f'y="{lane_y[lane] + row * ROW + 1:.2f}" width="{width:.2f}" height="{ROW - 2:.2f}">'
+                           f'<title>{escape(title)}</title></rect>'))
+    parts += _linked_runs(bars, links)
     if path:
         chart, y = _cycles_chart(raw, path, runs[job][2] if job < len(runs) else span, y + 4, job,
-                                 record["kernel_cycles"])
+                                 record["kernel_cycles"], links)
         parts += chart
     y += 4
     if _cut(record, job):
@@ -111,27 +144,39 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "") -> str:
         parts.append(f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">the first {len(drawn)} of {total} '
                      'instructions are drawn; the Perfetto trace has the stored ones</text>')
         y += 16
-    placement, y = _placement(record, job, y + 6)
+    placement, y = _placement(record, job, y + 6, threshold)
     parts += placement
     width = X0 + PLOT_WIDTH + UTIL_WIDTH
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width:.0f}" height="{y:.0f}" '
             f'viewBox="0 0 {width:.0f} {y:.0f}" role="img" data-x0="{X0}" data-scale="{scale!r}" '
-            f'data-span="{span}" data-job="{job}" data-bars="{len(drawn)}" data-critical="{len(on_path)}"'
-            + (f' id="{escape(svg_id)}"' if svg_id else "") + ">")
+            f'data-span="{span}" data-job="{job}" data-bars="{len(drawn)}" data-critical="{len(on_path)}" '
+            f'data-threshold="{threshold or ""}"' + (f' id="{escape(svg_id)}"' if svg_id else "") + ">")
     label = escape(f"timeline of job {job} of kernel {record['kernel']}: {len(entries)} instructions, "
                    f"{span} cycles")
     return "".join([head, f"<title>{label}</title><style>{_STYLE}</style>",
                     f'<rect class="tl-bg" x="0" y="0" width="{width:.0f}" height="{y:.0f}"/>', *parts, "</svg>"])
 
 
-def timeline_height(record: dict, job: int = 0) -> int:
-    """The pixel height of ``timeline_svg(record, job)`` (for the page's frame), without drawing it."""
+def timeline_height(record: dict, job: int = 0, threshold: int | None = None) -> int:
+    """The pixel height of ``timeline_svg(record, job, threshold=threshold)`` (for the page's frame),
+    without drawing it."""
     _, _, y = _lanes_layout(_mem_rows(job_trace(record, job)[:MAX_BARS]))
     if explain.critical_path(record["traces"][str(job)]):
         y += 4 + CHART_HEIGHT
     y += 4 + (16 if _cut(record, job) else 0) + 6
-    sms = max(record["num_sms"], 1)
-    return int(round(y + 16 + sms * _sm_row(sms) + 6))
+    return int(round(y + _placement_height(record, threshold)))
+
+
+def threshold_text(cycles: int, threshold: int | None) -> str:
+    """How a launch of ``cycles`` stands to the point's ``threshold`` (the most cycles scoring 100), in
+    words: ``"threshold for 100: 23,272 cycles; this launch's 31,491 is 1.35x it, 8,219 to go"``, or
+    that it is within it; "" without a threshold."""
+    if not threshold:
+        return ""
+    if cycles > threshold:
+        return (f"threshold for 100: {threshold:,} cycles; this launch's {cycles:,} is "
+                f"{cycles / threshold:.2f}x it, {cycles - threshold:,} to go")
+    return f"threshold for 100: {threshold:,} cycles; this launch's {cycles:,} is within it (scores 100)"
 
 
 def reason_text(raw: list, k: int) -> str:
@@ -149,8 +194,8 @@ def reason_text(raw: list, k: int) -> str:
             f"which finished at {g[2]}{held}")
 
 
-def _cycles_chart(raw: list, path: list, job_cycles: int, y: float, job: int = 0,
-                  kernel_cycles: int = 0) -> tuple[list[str], float]:
+def _cycles_chart(raw: list, path: list, job_cycles: int, y: float, job: int, kernel_cycles: int,
+                  links: _Links) -> tuple[list[str], float]:
     """"Where the cycles went" of job ``job`` (module docstring), ``CHART_HEIGHT`` pixels from ``y``; its
     heading says how the job's cycles stand to the launch's ``kernel_cycles``."""
     scale = PLOT_WIDTH / max(job_cycles, 1)
@@ -165,38 +210,102 @@ def _cycles_chart(raw: list, path: list, job_cycles: int, y: float, job: int = 0
         units.setdefault(key, raw[link["index"]][3] if link["index"] is not None else "FREE")
     out += _stacked(y + 16, "path", scale, [
         (f"line {line}" if line is not None else "before the first issue", cycles,
-         f'tl-share tl-{_LANE_OF_UNIT[units[line]].lower()}', f'data-line="{"" if line is None else line}"')
-        for line, cycles in sorted(per_line.items(), key=lambda kv: -kv[1])])
+         f'tl-share tl-{_LANE_OF_UNIT[units[line]].lower()}', f'data-line="{"" if line is None else line}"', line)
+        for line, cycles in sorted(per_line.items(), key=lambda kv: -kv[1])], links)
     stalled = explain.stall_cycles(raw)
     waited = sum(stalled.values())
     out += _stacked(y + 34, "stalls", scale, [
-        (f"{cause} stall", cycles, f"tl-stall tl-{cause}", f'data-cause="{cause}"')
+        (f"{cause} stall", cycles, f"tl-stall tl-{cause}", f'data-cause="{cause}"', None)
         for cause, cycles in sorted(stalled.items(), key=lambda kv: -kv[1]) if cycles]
-        + [("issuing, and after the last issue", job_cycles - waited, "tl-issuing", 'data-cause="none"')])
+        + [("issuing, and after the last issue", job_cycles - waited, "tl-issuing", 'data-cause="none"', None)],
+        links)
     tops = explain.top_lines({0: raw}, TOP_LINES)["caused"]
-    said = "; ".join(f"line {e['line']} ({'/'.join(e['ops'])}) {e['cycles']:,} cycles, "
-                     + "/".join(e["causes"]) for e in tops)
-    out.append(f'<text class="tl-small" x="{X0}" y="{y + 64:.2f}">'
-               f'{escape("holds up others most: " + said if tops else "no instruction waited for another")}</text>')
+    said = "; ".join(links.name(e["line"]) + escape(f" ({'/'.join(e['ops'])}) {e['cycles']:,} cycles, "
+                                                     + "/".join(e["causes"])) for e in tops)
+    out.append(f'<text class="tl-small tl-tops" x="{X0}" y="{y + 64:.2f}">'
+               f'{"holds up others most: " + said if tops else "no instruction waited for another"}</text>')
     return out, y + CHART_HEIGHT
 
 
-def _stacked(y: float, label: str, scale: float, segments: list) -> list[str]:
-    """One horizontal bar of ``(name, cycles, class, data attributes)`` segments, labelled inside when wide."""
+def _stacked(y: float, label: str, scale: float, segments: list, links: _Links) -> list[str]:
+    """One horizontal bar of ``(name, cycles, class, data attributes, source line or None)`` segments,
+    labelled inside when wide; a segment of a source line links to the listing."""
     out = [f'<text class="tl-small" x="4" y="{y + 10:.2f}">{escape(label)}</text>']
     x = X0
-    for name, cycles, cls, data in segments:
+    for name, cycles, cls, data, line in segments:
         width = cycles * scale
-        out.append(f'<rect class="{cls}" {data} data-cycles="{cycles}" x="{x:.2f}" y="{y:.2f}" '
+        segment = (f'<rect class="{cls}" {data} data-cycles="{cycles}" x="{x:.2f}" y="{y:.2f}" '
                    f'width="{width:.2f}" height="{ROW:.2f}"><title>{escape(f"{name}: {cycles:,} cycles")}'
                    '</title></rect>')
         text = f"{name} {cycles:,}"
         if width >= 6 * len(text) + 6:
             ink = "tl-small" if cls in LIGHT_SEGMENTS else "tl-inner"
-            out.append(f'<text class="{ink}" x="{x + 3:.2f}" y="{y + 9:.2f}" pointer-events="none">'
-                       f'{escape(text)}</text>')
+            segment += (f'<text class="{ink}" x="{x + 3:.2f}" y="{y + 9:.2f}" pointer-events="none">'
+                        f'{escape(text)}</text>')
+        out.append(links.wrap(line, segment))
         x += width
     return out
+
+
+class _Links:
+    """Links from the picture to the page's listing of a source line (``BASE#L-N``, the listing's
+    anchors); with no base address, nothing is linked."""
+
+    def __init__(self, source_url: str):
+        self.base = escape(source_url)
+
+    def wrap(self, line, inner: str) -> str:
+        """``inner`` (SVG text) as a link to ``line``'s listing, or as it is (no base, no line)."""
+        if not self.base or not isinstance(line, int):
+            return inner
+        return f'<a href="{self.base}#L-{line}" target="_top">{inner}</a>'
+
+    def name(self, line) -> str:
+        """The words "line N" (SVG text), a link when there is a listing."""
+        text = escape(f"line {line}")
+        return self.wrap(line, f'<tspan class="tl-link">{text}</tspan>') if self.base else text
+
+
+def _linked_runs(items: list[tuple], links: _Links) -> list[str]:
+    """``(line, svg)`` items in order, each run of one source line wrapped in one link (bars of a
+    line come in runs: one link per run, not per bar, keeps the picture small)."""
+    return [links.wrap(line, "".join(svg for _, svg in run)) for line, run in groupby(items, key=lambda i: i[0])]
+
+
+def _span(record: dict, job: int) -> int:
+    """The cycles the lanes' axis covers: the job's own (at least its last finish, at least 1)."""
+    runs = record["runs"]
+    return max(runs[job][2] if job < len(runs) else 0, max((e[2] for e in job_trace(record, job)), default=0), 1)
+
+
+def _launch(record: dict) -> int:
+    """The cycles the placement's axis covers: the launch's (at least every job's end, at least 1)."""
+    return max(record["kernel_cycles"], max((s + c for _, s, c in record["runs"]), default=0), 1)
+
+
+def _threshold_head(record: dict, job: int, threshold: int | None, scale: float, bottom: float) -> list[str]:
+    """The top line's words on the threshold (right-aligned) and its mark across the lanes when the
+    lanes' axis is the launch's from cycle 0 (the job started at 0) and it falls inside them."""
+    if not threshold:
+        return []
+    out = [f'<text class="tl-threshold-label tl-threshold-text" x="{X0 + PLOT_WIDTH:.2f}" y="11" '
+           f'text-anchor="end">{escape(threshold_text(record["kernel_cycles"], threshold))}</text>']
+    runs = record["runs"]
+    if job < len(runs) and runs[job][1] == 0 and threshold <= _span(record, job):
+        out += _threshold_mark(threshold, scale, 14.0, bottom, 23.0)
+    return out
+
+
+def _threshold_mark(threshold: int, scale: float, top: float, bottom: float, label_y: float) -> list[str]:
+    """A dashed vertical line at cycle ``threshold`` from ``top`` to ``bottom`` (pixels) and its label at
+    ``label_y``, on the side of the line with more room."""
+    x = X0 + threshold * scale
+    left = x > X0 + PLOT_WIDTH / 2
+    label = f"threshold for 100: {threshold:,}"
+    return [f'<line class="tl-threshold" data-cycles="{threshold}" x1="{x:.2f}" y1="{top:.2f}" x2="{x:.2f}" '
+            f'y2="{bottom:.2f}"><title>{label} cycles</title></line>',
+            f'<text class="tl-threshold-label" x="{x - 4 if left else x + 4:.2f}" y="{label_y:.2f}" '
+            f'text-anchor="{"end" if left else "start"}">{label}</text>']
 
 
 def _sm_row(sms: int) -> float:
@@ -280,39 +389,137 @@ def _ticks(entries, scale: float, y: float) -> str:
     return f'<path class="tl-tick" d="{path}"/>' if path else ""
 
 
-def _placement(record: dict, job: int, y: float) -> tuple[list[str], float]:
-    """The job -> SM placement of the launch: one row per SM, one bar per job (or per SM when there are
-    more than ``MAX_PLACEMENT_JOBS``), the drawn job highlighted."""
+def _placement_layout(record: dict, threshold: int | None) -> tuple[bool, float, float]:
+    """Whether the threshold is marked on the placement (it falls inside the launch), the height of the
+    part on the launch's axis (the SM rows, or the busy strip and the drawn job's row) and of the SM
+    grid below it (0 with rows), in pixels."""
+    sms = max(record["num_sms"], 1)
+    marked = bool(threshold) and threshold <= _launch(record)
+    if sms <= LABELLED_SMS:
+        return marked, sms * _sm_row(sms), 0.0
+    return marked, OCC_HEIGHT + 8, -(-sms // SM_COLUMNS) * CELL_HEIGHT + 4
+
+
+def _placement_height(record: dict, threshold: int | None) -> float:
+    """The pixels ``_placement`` takes: its heading, the threshold's label row, the axis part, the grid."""
+    marked, axis, grid = _placement_layout(record, threshold)
+    return 16 + (LABEL_ROW if marked else 0) + axis + grid + 6
+
+
+def _placement(record: dict, job: int, y: float, threshold: int | None) -> tuple[list[str], float]:
+    """The job -> SM placement of the launch from ``y`` (module docstring), the drawn job highlighted and
+    the threshold marked on the launch's axis; returns the SVG parts and the y below them."""
     runs, sms = record["runs"], max(record["num_sms"], 1)
-    cycles = max(record["kernel_cycles"], max((s + c for _, s, c in runs), default=0), 1)
+    cycles = _launch(record)
     scale = PLOT_WIDTH / cycles
-    where = f"SM {runs[job][0]}, cycles {runs[job][1]} to {runs[job][1] + runs[job][2]}" if job < len(runs) else "?"
-    plural = "s" if sms != 1 else ""
-    out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {record["jobs"]} jobs on {sms} SM{plural} '
-           f'over {record["kernel_cycles"]} cycles; job {job} ran on {escape(where)}</text>']
-    if record["jobs"] == 1:
-        out[0] = out[0].replace("1 jobs on", "1 job on", 1)
-    y += 16
-    row = _sm_row(sms)
-    for sm in range(sms):
-        if sms <= LABELLED_SMS or sm % 8 == 0:
-            out.append(f'<text class="tl-small" x="4" y="{y + sm * row + min(row, 9):.2f}">SM {sm}</text>')
-    if len(runs) <= MAX_PLACEMENT_JOBS:
-        for j, (sm, start, length) in enumerate(runs):
-            cls = "tl-job tl-job0" if j == job else "tl-job"
-            out.append(f'<rect class="{cls}" x="{X0 + start * scale:.2f}" y="{y + sm * row:.2f}" '
-                       f'width="{max(length * scale, 0.5):.2f}" height="{row - 1:.2f}">'
-                       f'<title>job {j}: SM {sm}, cycles {start} to {start + length}</title></rect>')
+    where = (f"SM {runs[job][0]}, cycles {runs[job][1]:,} to {runs[job][1] + runs[job][2]:,}"
+             if job < len(runs) else "?")
+    out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {_count(record["jobs"], "job")} on '
+           f'{_count(sms, "SM")} over {record["kernel_cycles"]:,} cycles; job {job} ran on {escape(where)}</text>']
+    marked, axis, grid = _placement_layout(record, threshold)
+    top = y + 16
+    y = top + (LABEL_ROW if marked else 0)
+    if sms <= LABELLED_SMS:
+        out += _sm_rows(record, job, y, scale)
     else:
-        busy: dict[int, list] = {}
-        for sm, start, length in runs:
-            lo, hi = busy.get(sm, (start, start + length))
-            busy[sm] = (min(lo, start), max(hi, start + length))
-        for sm, (lo, hi) in sorted(busy.items()):
-            out.append(f'<rect class="tl-job" x="{X0 + lo * scale:.2f}" y="{y + sm * row:.2f}" '
-                       f'width="{max((hi - lo) * scale, 0.5):.2f}" height="{row - 1:.2f}"/>')
-        if job < len(runs):
-            sm, start, length = runs[job]
-            out.append(f'<rect class="tl-job tl-job0" x="{X0 + start * scale:.2f}" y="{y + sm * row:.2f}" '
-                       f'width="{max(length * scale, 0.5):.2f}" height="{row - 1:.2f}"/>')
-    return out, y + sms * row + 6
+        out += _busy_strip(record, job, y, scale)
+        out += _sm_grid(record, job, y + axis, cycles)
+    if marked:
+        out += _threshold_mark(threshold, scale, top + LABEL_ROW - 3, y + axis - 2, top + 9)
+    return out, y + axis + grid + 6
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _job_bar(cls: str, x0: float, y: float, start: int, length: int, scale: float, height: float,
+             title: str = "") -> str:
+    """One bar of the placement from cycle ``start`` for ``length`` cycles (at least half a pixel)."""
+    tip = f"<title>{escape(title)}</title>" if title else ""
+    return (f'<rect class="{cls}" x="{x0 + start * scale:.2f}" y="{y:.2f}" width="{max(length * scale, 0.5):.2f}" '
+            f'height="{height:.2f}">{tip}</rect>')
+
+
+def _sm_rows(record: dict, job: int, y: float, scale: float) -> list[str]:
+    """Up to ``LABELLED_SMS`` SMs: one labelled row per SM, one bar per job (or one per SM, its first
+    start to its last end, when there are more than ``MAX_PLACEMENT_JOBS`` jobs)."""
+    runs, sms = record["runs"], max(record["num_sms"], 1)
+    row = _sm_row(sms)
+    out = [f'<text class="tl-small" x="4" y="{y + sm * row + min(row, 9):.2f}">SM {sm}</text>' for sm in range(sms)]
+    if len(runs) <= MAX_PLACEMENT_JOBS:
+        return out + [_job_bar("tl-job tl-job0" if j == job else "tl-job", X0, y + sm * row, start, length, scale,
+                               row - 1, f"job {j}: SM {sm}, cycles {start} to {start + length}")
+                      for j, (sm, start, length) in enumerate(runs)]
+    busy: dict[int, tuple] = {}
+    for sm, start, length in runs:
+        lo, hi = busy.get(sm, (start, start + length))
+        busy[sm] = (min(lo, start), max(hi, start + length))
+    out += [_job_bar("tl-job", X0, y + sm * row, lo, hi - lo, scale, row - 1) for sm, (lo, hi) in sorted(busy.items())]
+    if job < len(runs):
+        sm, start, length = runs[job]
+        out.append(_job_bar("tl-job tl-job0", X0, y + sm * row, start, length, scale, row - 1))
+    return out
+
+
+def busy_sms(runs: list, cycles: int, buckets: int = OCC_BUCKETS) -> list[float]:
+    """How many SMs are busy on average in each of ``buckets`` equal spans of a launch of ``cycles``
+    cycles, given its placement ``runs`` (``[[sm, start, length], ...]``, cycles); ``buckets`` floats."""
+    if not runs:
+        return [0.0] * buckets
+    placed = np.asarray(runs, dtype=np.float64)
+    edges = np.linspace(0.0, float(cycles), buckets + 1)
+    done = np.clip(edges[None, :] - placed[:, 1:2], 0.0, placed[:, 2:3]).sum(axis=0)  # busy SM-cycles by each edge
+    return (np.diff(done) / np.diff(edges)).tolist()
+
+
+def _busy_strip(record: dict, job: int, y: float, scale: float) -> list[str]:
+    """Many SMs: the launch's busy SMs over time (``OCC_HEIGHT`` pixels, full height = every SM busy)
+    and, under it, the drawn job's bar."""
+    runs, sms = record["runs"], max(record["num_sms"], 1)
+    levels = busy_sms(runs, _launch(record))
+    step = PLOT_WIDTH / len(levels)
+    base = y + OCC_HEIGHT
+    path = f"M{X0:.2f} {base:.2f}" + "".join(
+        f"V{base - min(level / sms, 1.0) * OCC_HEIGHT:.2f}H{X0 + (k + 1) * step:.2f}" for k, level in enumerate(levels))
+    out = ['<text class="tl-small" x="4" y="{:.2f}">busy</text>'.format(y + 10),
+           '<text class="tl-small" x="4" y="{:.2f}">SMs</text>'.format(y + 20),
+           f'<rect class="tl-occ-bg" x="{X0}" y="{y:.2f}" width="{PLOT_WIDTH}" height="{OCC_HEIGHT}"/>',
+           f'<path class="tl-occ" d="{path}V{base:.2f}Z"><title>busy SMs over the launch (full height: all '
+           f'{sms})</title></path>',
+           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 10:.2f}">busy SMs over time</text>',
+           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 20:.2f}">(full: all {sms})</text>']
+    if job < len(runs):
+        sm, start, length = runs[job]
+        out.append(_job_bar("tl-job tl-job0", X0, base + 2, start, length, scale, 4.0,
+                            f"job {job}: SM {sm}, cycles {start} to {start + length}"))
+    return out
+
+
+def _sm_grid(record: dict, job: int, y: float, cycles: int) -> list[str]:
+    """Many SMs: one cell per SM, ``SM_COLUMNS`` a row, saying its number and how many jobs ran on it,
+    darker the more of the launch it was busy; the drawn job's SM outlined."""
+    runs, sms = record["runs"], max(record["num_sms"], 1)
+    jobs: dict[int, list[int]] = {sm: [] for sm in range(sms)}
+    busy = dict.fromkeys(range(sms), 0)
+    for j, (sm, _, length) in enumerate(runs):
+        jobs.setdefault(sm, []).append(j)
+        busy[sm] = busy.get(sm, 0) + length
+    mine = runs[job][0] if job < len(runs) else None
+    width = PLOT_WIDTH / SM_COLUMNS
+    out = [f'<text class="tl-small" x="4" y="{y + 12:.2f}">SM: jobs</text>',
+           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 12:.2f}">each SM: its jobs;</text>',
+           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 24:.2f}">darker: busier</text>']
+    for sm in range(sms):
+        x, top = X0 + (sm % SM_COLUMNS) * width, y + (sm // SM_COLUMNS) * CELL_HEIGHT
+        share = busy[sm] / cycles
+        listed = ", ".join(map(str, jobs[sm][:12])) + (", ..." if len(jobs[sm]) > 12 else "")
+        title = (f"SM {sm}: {_count(len(jobs[sm]), 'job')}{f' ({listed})' if listed else ''}, busy "
+                 f"{busy[sm]:,} of {cycles:,} cycles ({100 * share:.1f}%)")
+        cls = "tl-cell tl-cell-job" if sm == mine else "tl-cell"
+        out.append(f'<rect class="{cls}" data-sm="{sm}" data-jobs="{len(jobs[sm])}" data-busy="{busy[sm]}" '
+                   f'x="{x:.2f}" y="{top:.2f}" width="{width:.2f}" height="{CELL_HEIGHT:.2f}" '
+                   f'fill-opacity="{0.08 + 0.5 * min(share, 1.0):.2f}"><title>{escape(title)}</title></rect>'
+                   f'<text class="tl-cell-text" x="{x + width / 2:.2f}" y="{top + 12:.2f}" text-anchor="middle">'
+                   f'{sm}: {len(jobs[sm])}</text>')
+    return out

@@ -8,6 +8,7 @@ submission page, a timeline, the Messages page, the admin's questions and the ba
 ``$KDT_GRADE_TEST_ARTIFACTS/browser`` (default ``test-artifacts/browser`` in the repository)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -31,17 +32,24 @@ BASELINE = EXAMPLES / "baseline.py"
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def browser():
+@contextlib.contextmanager
+def chromium():
+    """Debian's Chromium under Playwright (the test is skipped, or fails with CI set, where it is missing)."""
     require(None if CHROMIUM.exists() else f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
-            yield chromium
+            yield launched
         finally:
-            chromium.close()
+            launched.close()
+
+
+@pytest.fixture
+def browser():
+    with chromium() as launched:
+        yield launched
 
 
 def expect(locator):
@@ -151,9 +159,10 @@ def test_contestant_day_in_the_browser(server, browser):
     assert page.locator("main").inner_text().count(f"There is no submission {bobs} of yours.") == 1
 
 
-def log_in(browser, server, token: str, width: int = 1280, height: int = 900):
-    """A new browser context logged in with ``token``; returns its page (on /submissions)."""
-    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+def log_in(browser, server, token: str, width: int = 1280, height: int = 900, **options):
+    """A new browser context (``options``: Playwright's context options) logged in with ``token``; returns
+    its page (on /submissions)."""
+    page = browser.new_context(viewport={"width": width, "height": height}, **options).new_page()
     page.goto(f"{server.url}/login")
     page.fill("#token", token)
     page.click("main button[type=submit]")

@@ -198,3 +198,64 @@ def test_caps_bars_and_blob_size(monkeypatch):
 def test_decode_refuses_what_is_not_a_record(blob, message):
     with pytest.raises(traces.TraceFormatError, match=re.escape(message)):
         traces.decode(blob)
+
+
+def threshold_marks(root) -> list[float]:
+    return [float(line.get("x1")) for line in root.iter(f"{SVG}line") if line.get("class") == "tl-threshold"]
+
+
+@pytest.mark.parametrize("threshold, marks", [(1000, 2), (1126, 2), (1127, 0), (None, 0)])
+def test_a_threshold_inside_a_one_job_launch_is_marked_on_both_axes(threshold, marks):
+    """c01: one job of 1,126 cycles from cycle 0, so the lanes' axis is the launch's: a threshold up to
+    1,126 is marked on the lanes and on the placement at the same x, one beyond it only said."""
+    record = record_for("c01_statement_example")
+    root = ET.fromstring(timeline.timeline_svg(record, 0, threshold=threshold))
+    assert int(root.get("height")) == timeline.timeline_height(record, 0, threshold)
+    assert root.get("data-threshold") == (str(threshold) if threshold else "")
+    assert threshold_marks(root) == [round(timeline.X0 + (threshold or 0) * timeline.PLOT_WIDTH / 1126, 2)] * marks
+    said = [t.text for t in root.iter(f"{SVG}text") if "tl-threshold-text" in t.get("class", "")]
+    assert said == ([timeline.threshold_text(1126, threshold)] if threshold else [])
+    assert timeline.threshold_text(1126, 1000) == ("threshold for 100: 1,000 cycles; this launch's 1,126 is 1.13x it, "
+                                                   "126 to go")
+
+
+def test_a_later_jobs_lanes_show_no_threshold_but_the_launch_does():
+    """c20, job 2: it starts at cycle 4,702 of the 9,404, so its lanes' axis is its own; the threshold
+    (6,000) is marked only on the placement's launch axis."""
+    record = record_for("c20_double_buffered_matmul")
+    root = ET.fromstring(timeline.timeline_svg(record, 2, threshold=6000))
+    assert threshold_marks(root) == [round(timeline.X0 + 6000 * timeline.PLOT_WIDTH / 9404, 2)]
+
+
+def test_busy_sms_averages_the_placement_over_equal_spans():
+    assert timeline.busy_sms([[0, 0, 100], [1, 50, 50]], 100, 4) == [1.0, 1.0, 2.0, 2.0]
+    assert timeline.busy_sms([[0, 0, 30]], 40, 4) == [1.0, 1.0, 1.0, 0.0]
+    assert timeline.busy_sms([], 40, 2) == [0.0, 0.0]
+    record = record_for("c20_double_buffered_matmul")  # 2 SMs busy the whole launch
+    assert timeline.busy_sms(record["runs"], record["kernel_cycles"]) == pytest.approx([2.0] * timeline.OCC_BUCKETS)
+
+
+def test_source_lines_link_only_with_a_source_url():
+    """c01 (lines 23-26): with the page's address every bar is in a link to its own line; without, none is."""
+    record = record_for("c01_statement_example")
+    assert not list(ET.fromstring(timeline.timeline_svg(record, 0)).iter(f"{SVG}a"))
+    root = ET.fromstring(timeline.timeline_svg(record, 0, source_url="/submissions/7"))
+    linked = {id(bar): a.get("href") for a in root.iter(f"{SVG}a") for bar in a.iter(f"{SVG}rect")}
+    for bar, entry in zip(bars(root), record["traces"]["0"]):
+        assert linked[id(bar)] == f"/submissions/7#L-{entry[4]}"
+    said = next(t for t in root.iter(f"{SVG}text") if "tl-tops" in t.get("class", ""))
+    assert "".join(said.itertext()) == ("holds up others most: line 23 (load) 99 cycles, raw; line 26 (mul) 15 "
+                                       "cycles, unit; line 24 (add) 14 cycles, raw")
+    assert [a.get("href") for a in said.iter(f"{SVG}a")] == ["/submissions/7#L-23", "/submissions/7#L-26",
+                                                             "/submissions/7#L-24"]
+
+
+def test_a_message_is_cut_where_it_names_a_line():
+    from grader.web.pages import render
+
+    message = "UnsupportedFeatureError: Line 10, Col 5, no\n      10 |     x\nsee Line 3"
+    parts = render.message_parts(message)
+    assert parts == [["UnsupportedFeatureError: ", None], ["Line 10", 10], [", Col 5, no\n      10 |     x\nsee ", None],
+                     ["Line 3", 3]]
+    assert "".join(text for text, _ in parts) == message and render.message_parts("") == []
+    assert render.message_lines({"points": [{"message": message}, {"message": None}]}) == [3, 10]

@@ -163,14 +163,25 @@ function setPoint(tr, p) {
   if (p.message) {
     const pre = document.createElement("pre");
     pre.className = "message";
-    pre.textContent = p.message;
+    for (const [text, line] of p.message_parts) {  // as the page renders them: "Line N" links to the listing
+      if (line === null) {
+        pre.append(text);
+        continue;
+      }
+      const link = document.createElement("a");
+      link.className = "src-line";
+      link.href = "#L-" + line;
+      link.textContent = text;
+      pre.append(link);
+    }
     f("message").replaceChildren(pre);
   } else {
     f("message").replaceChildren();
   }
   if (p.timeline && !document.getElementById("tl-" + p.task + "-" + p.point)) {
     const link = document.createElement("a");
-    link.href = "#tl-" + p.task + "-" + p.point;
+    link.className = "tl-link";
+    link.href = p.picture;
     link.textContent = "picture";
     f("timeline").replaceChildren(link);
     const item = document.getElementById("timeline-template").content.firstElementChild.cloneNode(true);
@@ -179,6 +190,7 @@ function setPoint(tr, p) {
     item.dataset.point = p.point;
     item.querySelector("summary").textContent = "Task " + p.task + ", point " + p.point + ": " + p.verdict +
       (p.cycles ? ", " + p.cycles + " cycles" : "");
+    item.querySelector(".tl-note").textContent = p.threshold_note;
     item.querySelector("iframe").src = p.timeline;
     item.querySelector("iframe").style.height = (p.height + 4) + "px";
     item.querySelector("iframe").style.setProperty("--tl-width", p.width + "px");
@@ -188,6 +200,7 @@ function setPoint(tr, p) {
     const later = [...list.children].find(el =>
       Number(el.dataset.task) * 100 + Number(el.dataset.point) > p.task * 100 + p.point);
     list.insertBefore(item, later || null);  // in test point order, as the server renders them
+    if (location.hash === "#" + item.id) item.open = true;  // the page was opened at it before it existed
   }
 }
 
@@ -316,16 +329,53 @@ function liveBadge(badge) {
 }
 
 // A link to a point's timeline (#tl-TASK-POINT, the "picture" links of a submission page) opens its
-// collapsed <details> block, on the page's first load and on every later click.
+// collapsed <details> block, on the page's first load and on every later click (the server also renders
+// it open for the links' ?open=TASK-POINT, which is how it works without this file).
 function openLinkedTimeline() {
   const target = location.hash.length > 1 ? document.getElementById(location.hash.slice(1)) : null;
   if (target && target.tagName === "DETAILS") target.open = true;
 }
 
+// A link into this page (same path, a fragment naming one of its elements): open the <details> it names
+// and go there without loading the page again (the "picture" links carry ?open=, a timeline's links to a
+// source line come from its frame). Clicking the fragment the page is already at scrolls there again.
+// Returns whether it was handled.
+function followInPage(link) {
+  const href = link.getAttribute("href");
+  if (!href) return false;
+  const url = new URL(href, location.href);
+  const target = url.hash.length > 1 ? document.getElementById(decodeURIComponent(url.hash.slice(1))) : null;
+  if (url.origin !== location.origin || url.pathname !== location.pathname || !target) return false;
+  if (target.tagName === "DETAILS") target.open = true;
+  if (location.hash === url.hash) target.scrollIntoView();
+  else location.hash = url.hash;
+  return true;
+}
+
+function onLinkClick(event) {
+  if (event.defaultPrevented || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  const link = event.target.closest && event.target.closest("a[href]");
+  if (link && followInPage(link)) event.preventDefault();
+}
+
+// The timelines are SVG documents in frames of this page (same origin): their source-line links go to this
+// page's listing through followInPage too, instead of loading the page again.
+function watchFrame(frame) {
+  const doc = frame.contentDocument;
+  if (!doc || doc.kdtWatched || doc.URL === "about:blank") return;
+  doc.kdtWatched = true;
+  doc.addEventListener("click", onLinkClick);
+}
+
 window.addEventListener("hashchange", openLinkedTimeline);
+document.addEventListener("click", onLinkClick);
+document.addEventListener("load", event => {
+  if (event.target.tagName === "IFRAME") watchFrame(event.target);
+}, true);
 
 document.addEventListener("DOMContentLoaded", () => {
   openLinkedTimeline();
+  for (const frame of document.querySelectorAll("iframe.timeline-frame")) watchFrame(frame);
   const clock = document.getElementById("contest-clock");
   if (clock) liveClock(clock);
   const badge = document.getElementById("msg-badge");
