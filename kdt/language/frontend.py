@@ -1,8 +1,8 @@
 """The KDT-DSL front end: a kernel function's Python AST -> ``kdt.ir.Kernel`` (spec kdt-semantics.md §2).
 
 One ``visit_<Node>`` method per supported construct (statements and expressions); anything else
-reaches ``generic_visit`` and is named in an ``UnsupportedFeatureError``. Every error carries the line
-and column in the submitted file. Scalars are folded when constant, and integer slice sizes are
+reaches ``generic_visit``: an ``UnsupportedFeatureError`` saying what to write instead (``refusals``).
+Every error carries the line and column in the submitted file. Scalars are folded when constant, and integer slice sizes are
 normalised (``kdt.ir.affine``) so that shapes are static whenever they can be. A name bound to a scalar
 stands for its expression (nothing is emitted for the assignment), so it is evaluated where it is used.
 Operands are checked against the instruction table (``kdt.ir.ops``: memory spaces, tile or scalar);
