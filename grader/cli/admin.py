@@ -10,7 +10,7 @@ from grader.service import Service
 
 from .contest import contest_group
 from .messages import admin_announce, admin_answer, admin_clarifications, admin_ignore
-from .output import csv_text, dump_json, err, out, safe, show_result, submissions_table
+from .output import csv_text, dump_json, err, out, safe, show_result, submissions_table, when
 from .users import users
 
 SUBMISSION_COLUMNS = ["submission_id", "user_id", "user_name", "file_name", "sha256", "created", "status",
@@ -65,7 +65,7 @@ def show(submission_id: int, source: bool, as_json: bool) -> None:
     if as_json:
         dump_json({**state, **({"source": text} if source else {})})
         return
-    out.print(f"submission {state['id']}: {safe(state['file_name'])} by {safe(state['user'])}, {state['created']}, "
+    out.print(f"submission {state['id']}: {safe(state['file_name'])} by {safe(state['user'])}, {when(state['created'])}, "
               f"sha256 {state['sha256']}, status {state['status']}")
     show_result(state, "results")
     table = Table(title="grading", title_justify="left")
@@ -73,7 +73,7 @@ def show(submission_id: int, source: bool, as_json: bool) -> None:
         table.add_column(name)
     for p in state["points"]:
         table.add_row(str(p["task"]), str(p["point"]), p["state"], str(p["attempts"]), safe(p["worker"]),
-                      (p["started_at"] or "-")[:19].replace("T", " "), (p["finished_at"] or "-")[11:19] or "-",
+                      when(p["started_at"]), when(p["finished_at"]),
                       "-" if p["wall_seconds"] is None else f"{p['wall_seconds']:.2f}")
     out.print(table)
     if source:

@@ -8,7 +8,7 @@ from rich.table import Table
 from grader.refusals import Refusal
 from grader.service import Service, contest
 
-from .output import dump_json, out, refused
+from .output import dump_json, out, refused, when
 
 
 @click.group("contest")
@@ -93,6 +93,15 @@ def _show(rules: contest.Rules) -> None:
               "unfrozen": "unfrozen", "frozen_since": "frozen by hand since", "min_interval_seconds": "min interval (s)", "max_per_hour": "max per hour",
               "max_pending": "max pending", "max_questions_per_hour": "max questions per hour"}
     for key, label in labels.items():
-        value = plain[key]
-        table.add_row(label, "-" if value is None else escape(str(value)))
+        table.add_row(label, _cell(key, plain[key]))
     out.print(table)
+
+
+_TIMES = ("starts_at", "ends_at", "freeze_at", "frozen_since")
+
+
+def _cell(key: str, value) -> str:
+    """A rules field as the table shows it: times as the pages write them, ``-`` for unset."""
+    if key in _TIMES:
+        return when(value)
+    return "-" if value is None else escape(str(value))

@@ -23,7 +23,7 @@ from grader.client.login import (ENV_SERVER, ENV_TOKEN, ClientConfig, config_pat
                                  normalise_server, save_config)
 
 from .output import (dump_json, err, newest_first, out, points_progress, print_leaderboard, print_rules,
-                     progress_updater, show_result, show_submitted, submissions_table, verdicts_exit_code,
+                     progress_updater, show_result, show_submitted, submissions_table, verdicts_exit_code, when,
                      write_source)
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -249,7 +249,7 @@ def leaderboard(as_json: bool, as_csv: bool) -> None:
         except ClientError as exc:
             _fail(exc)
     if board["frozen"] and not (as_json or as_csv):
-        err.print(f"[yellow]frozen since {board['freeze_at']}: later submissions are not shown[/yellow]")
+        err.print(f"[yellow]frozen since {when(board['freeze_at'])}: later submissions are not shown[/yellow]")
     print_leaderboard(board["rows"], as_json, as_csv, tasks=board["tasks"])
 
 

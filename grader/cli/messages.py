@@ -12,7 +12,7 @@ from rich.table import Table
 from grader.client.http import Client, ClientError
 
 from .contestant import _client, _fail, _server
-from .output import dump_json, out, safe
+from .output import dump_json, out, safe, when
 
 
 def _connected() -> Client:
@@ -34,10 +34,6 @@ def _call(as_json: bool, method: str, *args, **kwargs):
 
 def _task(task) -> str:
     return "general" if task is None else f"task {task}"
-
-
-def _when(value) -> str:
-    return "-" if value is None else str(value)[:19].replace("T", " ")
 
 
 @click.command()
@@ -63,7 +59,7 @@ def questions_table(rows: list[dict], title: str) -> Table:
                          overflow="fold" if name in ("question", "answer") else "ellipsis")
     for r in rows:
         state = r["state"] + (" (to all)" if r["published"] else "") + ("" if r["mine"] else ", not yours")
-        table.add_row(str(r["id"]), _task(r["task"]), _when(r["created"]), state, safe(r["text"]),
+        table.add_row(str(r["id"]), _task(r["task"]), when(r["created"]), state, safe(r["text"]),
                       safe(r["answer"] or ""))
     return table
 
@@ -95,7 +91,7 @@ def announcements(as_json: bool) -> None:
         table.add_column(name, justify="right" if name == "id" else "left",
                          overflow="fold" if name == "announcement" else "ellipsis")
     for r in rows:
-        table.add_row(str(r["id"]), _when(r["created"]), "pinned" if r["pinned"] else "", safe(r["text"]))
+        table.add_row(str(r["id"]), when(r["created"]), "pinned" if r["pinned"] else "", safe(r["text"]))
     out.print(table)
 
 
@@ -121,7 +117,7 @@ def admin_clarifications(every: bool, as_json: bool) -> None:
     for r in rows:
         state = r["state"] + (" (to all)" if r["published"] else "")
         question = safe(r["text"]) + (f"\n[dim]shown as:[/dim] {safe(r['public_text'])}" if r["public_text"] else "")
-        table.add_row(str(r["id"]), safe(r["author"]), _task(r["task"]), _when(r["created"]), state, question,
+        table.add_row(str(r["id"]), safe(r["author"]), _task(r["task"]), when(r["created"]), state, question,
                       safe(r["answer"] or ""))
     out.print(table)
 

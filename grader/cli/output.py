@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from grader.csv_format import LEADERBOARD_COLUMNS, csv_text  # one CSV format, with the admin page's export
+from grader.display import count_text, utc_text  # numbers and times as the pages write them
 
 # Not a terminal (a pipe, a log): 120 columns unless COLUMNS says otherwise, instead of rich's 80.
 _WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
@@ -60,8 +61,9 @@ def _weight(value) -> str:
     return f"{float(value):g}"
 
 
-def _when(timestamp) -> str:
-    return str(timestamp)[:19].replace("T", " ")
+def when(timestamp) -> str:
+    """A time as the pages show it (``2026-12-05 14:03:12 UTC``), ``-`` when there is none."""
+    return "-" if timestamp is None else utc_text(timestamp)
 
 
 def _verdict(verdict, state="done") -> str:
@@ -70,8 +72,9 @@ def _verdict(verdict, state="done") -> str:
     return f"[{_VERDICT_STYLE.get(verdict, 'white')}]{safe(verdict)}[/]"
 
 
-def _cycles(value) -> str:
-    return "-" if value is None else str(value)
+def count(value) -> str:
+    """Cycles or another count with thousands separators (``21,248``), ``-`` when there is none."""
+    return "-" if value is None else count_text(value)
 
 
 def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
@@ -88,8 +91,8 @@ def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
         util = p.get("utilisation")
         first = (p.get("message") or "").strip().splitlines()
         table.add_row(str(p["task"]), str(p["point"]), _verdict(p.get("verdict"), p.get("state", "done")),
-                      _cycles(p.get("cycles")), "-" if util is None else f"{100 * util:.1f}%", _num(p.get("score")),
-                      _cycles(p.get("cycles_for_100")), _cycles(p.get("cycles_for_plus_10")),
+                      count(p.get("cycles")), "-" if util is None else f"{100 * util:.1f}%", _num(p.get("score")),
+                      count(p.get("cycles_for_100")), count(p.get("cycles_for_plus_10")),
                       safe(first[0][:100]) if first else "")
     table.add_section()
     for task_id, t in sorted(tasks.items(), key=lambda kv: int(kv[0])):
@@ -128,7 +131,7 @@ def print_explanations(points: list[dict], explanations: dict) -> None:
     for p in points:
         expl = explanations.get(f"{p['task']}.{p['point']}")
         if expl is not None:
-            out.print(f"\n[bold]{p['task']}.{p['point']}[/bold] {safe(p['verdict'])}, {p['cycles']:,} cycles")
+            out.print(f"\n[bold]{p['task']}.{p['point']}[/bold] {safe(p['verdict'])}, {count(p['cycles'])} cycles")
             for line in format_explanation(expl):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)
     if explanations:
@@ -161,7 +164,7 @@ def leaderboard_table(rows: list[dict], title="Leaderboard", tasks: dict | None 
         table.add_column(f"T{task_id} /{_weight(t['weight'])}", justify="right")
     table.add_column("total", justify="right")
     for r in rows:
-        table.add_row(str(r["rank"]), safe(user_label(r)), str(r["submission_id"]), _when(r["created"]),
+        table.add_row(str(r["rank"]), safe(user_label(r)), str(r["submission_id"]), when(r["created"]),
                       *(_num(r[k]) for k in _SCORE_KEYS))
     return table
 
@@ -185,19 +188,22 @@ def print_leaderboard(rows: list[dict], as_json: bool, as_csv: bool, tasks: dict
 
 def rules_points_table(doc: dict) -> Table:
     """Every task's test points of a rules document (``GET /api/v1/rules``): sizes, the threshold (the
-    cycles for 100) and the cycles for each of its ``score_levels`` (only the task names wrap)."""
+    cycles for 100) and the cycles for each of its ``score_levels``."""
     table = Table(title="Tasks and test points (cycles: the most that still score at least the column's score)",
                   title_justify="left")
     for name in ("task", "name", "weight", "point", "sizes", "T = for 100",
                  *(f"for {level}" for level in doc["score_levels"])):
-        table.add_column(name, justify="left" if name in ("name", "sizes") else "right", no_wrap=name != "name")
+        # Only the names and sizes wrap (at spaces, never inside a word or a number).
+        wraps = name in ("name", "sizes")
+        table.add_column(name, justify="left" if wraps else "right", no_wrap=not wraps,
+                         min_width=10 if wraps else None)
     for t in doc["tasks"]:
         for p in t["points"]:
             first = p["index"] == t["points"][0]["index"]
             sizes = " ".join(f"{key}={value}" for key, value in p["args"].items())
             table.add_row(str(t["id"]) if first else "", safe(t["name"]) if first else "",
-                          str(t["weight"]) if first else "", str(p["index"]), safe(sizes), str(p["threshold"]),
-                          *(str(p["cycles_for"][str(level)]) for level in doc["score_levels"]))
+                          str(t["weight"]) if first else "", str(p["index"]), safe(sizes), count(p["threshold"]),
+                          *(count(p["cycles_for"][str(level)]) for level in doc["score_levels"]))
     return table
 
 
@@ -228,7 +234,7 @@ def submissions_table(rows: list[dict], title="Submissions") -> Table:
     for name in ("id", "user", "file", "submitted", "status", "T1", "T2", "T3", "T4", "total"):
         table.add_column(name, justify="right" if name in ("id", "T1", "T2", "T3", "T4", "total") else "left")
     for r in rows:
-        table.add_row(str(r["submission_id"]), safe(r["user_name"]), safe(r["file_name"]), _when(r["created"]),
+        table.add_row(str(r["submission_id"]), safe(r["user_name"]), safe(r["file_name"]), when(r["created"]),
                       safe(r["status"]), *(_num(r[k]) for k in _SCORE_KEYS))
     return table
 

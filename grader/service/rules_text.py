@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from grader.display import utc_text
 from judger.scoring import cycles_for_score, point_score
 from judger.tasks import TASKS, TIMEOUT_S, TRIALS, get_point
 from judger.verdicts import Verdict
@@ -110,7 +111,7 @@ def example() -> dict[str, Any]:
 
 
 def _when(value: datetime | None, unset: str) -> str:
-    return unset if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return unset if value is None else utc_text(value)
 
 
 def _count(value: int | float | None, unit: str) -> str:

@@ -1,8 +1,8 @@
 """The KDT-DSL front end: a kernel function's Python AST -> ``kdt.ir.Kernel`` (spec kdt-semantics.md §2).
 
 One ``visit_<Node>`` method per supported construct (statements and expressions); anything else
-reaches ``generic_visit`` and is named in an ``UnsupportedFeatureError``. Every error carries the line
-and column in the submitted file. Scalars are folded when constant, and integer slice sizes are
+reaches ``generic_visit``: an ``UnsupportedFeatureError`` saying what to write instead (``refusals``).
+Every error carries the line and column in the submitted file. Scalars are folded when constant, and integer slice sizes are
 normalised (``kdt.ir.affine``) so that shapes are static whenever they can be. A name bound to a scalar
 stands for its expression (nothing is emitted for the assignment), so it is evaluated where it is used.
 Operands are checked against the instruction table (``kdt.ir.ops``: memory spaces, tile or scalar);
@@ -19,6 +19,7 @@ from ..ir.scalar import (BINARY, COMPARE, INT_LIMIT, UNARY, binary_type, checked
                          unary_type)
 from ..ir.serialize import MAX_MSG, MAX_NAME
 from . import errors as E
+from . import refusals
 
 _AST_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
                ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
@@ -124,8 +125,7 @@ class KernelBuilder(ast.NodeVisitor):
             raise self.error(E.InternalError, node, f"internal error: {type(exc).__name__}: {exc}") from exc
 
     def generic_visit(self, node):
-        raise self.error(E.UnsupportedFeatureError, node,
-                         f"unsupported Python construct '{type(node).__name__}' in a kernel")
+        raise self.error(E.UnsupportedFeatureError, node, refusals.construct(node))
 
     # ---- kernel and statements ------------------------------------------------------------------
 
@@ -187,8 +187,7 @@ class KernelBuilder(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign):
         if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-            raise self.error(E.UnsupportedFeatureError, node,
-                             "only 'name = expression' assignments to a single name are supported")
+            raise self.error(E.UnsupportedFeatureError, node, refusals.assignment(node))
         name = node.targets[0].id
         self.assign_target = name  # names an unnamed alloc_spm storage after its variable
         try:
@@ -203,11 +202,13 @@ class KernelBuilder(ast.NodeVisitor):
         self.bind(node.targets[0], name, value)
 
     def visit_AnnAssign(self, node):
-        raise self.error(E.UnsupportedFeatureError, node, "annotated assignments are not supported")
+        raise self.error(E.UnsupportedFeatureError, node, "an annotated assignment (n: int = ...) is not "
+                         "supported: write name = expression")
 
     def visit_AugAssign(self, node):
         raise self.error(E.UnsupportedFeatureError, node,
-                         "augmented assignment (+= etc.) is not supported: variables are immutable")
+                         "an augmented assignment (n += ...) is not supported: a name is assigned once per "
+                         "scope; write a new name (n2 = n + 1), or for a tile an instruction (kdt.add(t, x, t))")
 
     def visit_Pass(self, node):
         pass  # an allowed extension (spec §2)
@@ -311,7 +312,7 @@ class KernelBuilder(ast.NodeVisitor):
     def visit_UnaryOp(self, node: ast.UnaryOp):
         op = _AST_UNOPS.get(type(node.op))
         if op is None:
-            raise self.error(E.UnsupportedFeatureError, node, "unsupported unary operator")
+            raise self.error(E.UnsupportedFeatureError, node, refusals.operator(node.op))
         a = self.scalar(node.operand, f"the operand of '{op}'")
         return self.fold(ir.Unary(op, a.expr), unary_type(op, a.type),
                          lambda: UNARY[op](a.expr.value), a.is_const)
@@ -319,8 +320,7 @@ class KernelBuilder(ast.NodeVisitor):
     def visit_BinOp(self, node: ast.BinOp):
         op = _AST_BINOPS.get(type(node.op))
         if op is None:
-            raise self.error(E.UnsupportedFeatureError, node,
-                             f"unsupported operator '{type(node.op).__name__}'")
+            raise self.error(E.UnsupportedFeatureError, node, refusals.operator(node.op))
         a = self.scalar(node.left, f"the left operand of '{op}'")
         b = self.scalar(node.right, f"the right operand of '{op}'")
         return self.fold(ir.Binary(op, a.expr, b.expr), binary_type(op, a.type, b.type),
@@ -328,10 +328,11 @@ class KernelBuilder(ast.NodeVisitor):
 
     def visit_Compare(self, node: ast.Compare):
         if len(node.ops) != 1:
-            raise self.error(E.UnsupportedFeatureError, node, "chained comparisons are not supported")
+            raise self.error(E.UnsupportedFeatureError, node, "a chained comparison (a < b < c) is not "
+                             "supported: write a < b and b < c")
         op = _AST_CMPOPS.get(type(node.ops[0]))
         if op is None:
-            raise self.error(E.UnsupportedFeatureError, node, "unsupported comparison operator")
+            raise self.error(E.UnsupportedFeatureError, node, refusals.operator(node.ops[0]))
         a = self.scalar(node.left, "a compared value")
         b = self.scalar(node.comparators[0], "a compared value")
         return self.fold(ir.Compare(op, a.expr, b.expr), "bool",

@@ -48,7 +48,8 @@ def test_compile_error_names_the_line_and_quotes_it():
     r = round_trip(grade("compile_error"))
     assert r.verdict is Verdict.CE and r.score == 0.0 and r.cycles is None
     first, quoted, caret = r.message.splitlines()
-    assert first == "UnsupportedFeatureError: Line 10, Col 5, unsupported Python construct 'While' in a kernel"
+    assert first == ("UnsupportedFeatureError: Line 10, Col 5, a while loop is not supported in a kernel: use a for i in "
+                     "range(n) loop")
     assert quoted.strip() == "10 |     while i < 3:"
     assert caret.endswith("|     ^")
 

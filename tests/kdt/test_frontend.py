@@ -969,10 +969,9 @@ REJECTED = [
 ]
 
 
-@pytest.mark.parametrize("stmt, cls", REJECTED, ids=[s.split("\n")[0][:40] for s, _ in REJECTED])
-def test_unsupported_python_is_a_located_compilation_error(tmp_path, stmt, cls):
-    """Every rejected construct gives the documented compilation error class (never an InternalError
-    or a raw Python exception), located at a line of the kernel's body in the file."""
+def statement_error(tmp_path, stmt) -> tuple[E.CompilationError, int]:
+    """The compile error of a kernel whose body is ``t = kdt.alloc_spm((4,))`` then ``stmt`` (from line 11
+    of its file), and the file's last line."""
     src = ("import kdt\n\n\ndef one_job(task_args):\n    return 1\n\n\n"
            "@kdt.kernel(num_jobs_calculator=one_job)\n"
            "def k(task_args, io_tensors):\n"
@@ -984,16 +983,82 @@ def test_unsupported_python_is_a_located_compilation_error(tmp_path, stmt, cls):
     spec = importlib.util.spec_from_file_location(f"rejected_{abs(hash(stmt))}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    try:
+    with pytest.raises(E.CompilationError) as ei:
         mod.k.compile({'n': 3}, {'x': torch.zeros(4)})
-    except E.CompilationError as exc:
-        names = {c.__name__ for c in type(exc).__mro__}
-        assert names & set(cls.split("|")) and not isinstance(exc, E.InternalError), repr(exc)
-        last = len(src.splitlines())
-        assert exc.line is not None and 11 <= exc.line <= last, (exc.line, str(exc))
-        assert str(exc).startswith(f"Line {exc.line}, Col {exc.col}, ")
-    else:
-        pytest.fail("compiled")
+    return ei.value, len(src.splitlines())
+
+
+@pytest.mark.parametrize("stmt, cls", REJECTED, ids=[s.split("\n")[0][:40] for s, _ in REJECTED])
+def test_unsupported_python_is_a_located_compilation_error(tmp_path, stmt, cls):
+    """Every rejected construct gives the documented compilation error class (never an InternalError
+    or a raw Python exception), located at a line of the kernel's body in the file."""
+    exc, last = statement_error(tmp_path, stmt)
+    names = {c.__name__ for c in type(exc).__mro__}
+    assert names & set(cls.split("|")) and not isinstance(exc, E.InternalError), repr(exc)
+    assert exc.line is not None and 11 <= exc.line <= last, (exc.line, str(exc))
+    assert str(exc).startswith(f"Line {exc.line}, Col {exc.col}, ")
+
+
+ADVISED = [
+    ("while True:\n        pass", "Line 11, Col 5, a while loop is not supported in a kernel: use a for i in "
+     "range(n) loop"),
+    ("for i in range(2):\n        break", "Line 12, Col 9, break is not supported in a kernel: a loop always "
+     "runs its whole range; narrow the range or put the rest of the body under an if"),
+    ("for i in range(2):\n        continue", "Line 12, Col 9, continue is not supported in a kernel: put the "
+     "rest of the loop body under an if"),
+    ("return", "Line 11, Col 5, return is not supported in a kernel: put the rest of the body under an if"),
+    ("return t", "Line 11, Col 5, a kernel returns no value: write the results into io_tensors with "
+     "kdt.store"),
+    ("try:\n        pass\n    except Exception:\n        pass", "Line 11, Col 5, try/except is not supported "
+     "in a kernel: remove it and write its body directly"),
+    ("with kdt.x:\n        pass", "Line 11, Col 5, a with block is not supported in a kernel: remove it and "
+     "write its body directly"),
+    ("def inner():\n        pass", "Line 11, Col 5, a def inside a kernel is not supported: write its "
+     "statements inline (a kernel calls only kdt.<name>(...))"),
+    ("import os", "Line 11, Col 5, import is not supported in a kernel: import at the top of the file"),
+    ("assert True", "Line 11, Col 5, assert is not supported in a kernel: remove it, or check the condition "
+     "outside the kernel in plain Python"),
+    ("n = [1, 2]", "Line 11, Col 9, a list is not supported in a kernel: give each tile its own name, or "
+     "allocate one tile with an extra dimension and index it (buf[i % 2])"),
+    ("n = [i for i in range(2)]", "Line 11, Col 9, a list comprehension is not supported in a kernel: use a "
+     "for i in range(n) loop"),
+    ("n = {'a': 1}", "Line 11, Col 9, a dict is not supported in a kernel: give each value its own name"),
+    ("n = {1}", "Line 11, Col 9, a set is not supported in a kernel: give each value its own name"),
+    ("n = {i: i for i in range(2)}", "Line 11, Col 9, a dict comprehension is not supported in a kernel: "
+     "use a for i in range(n) loop"),
+    ("n = (1, 2)", "Line 11, Col 9, a tuple is not supported here: tuples are only alloc_spm shapes "
+     "(kdt.alloc_spm((4, 8))) and tile subscripts (t[i, 0:8]); give each value its own name"),
+    ("n = lambda: 1", "Line 11, Col 9, a lambda is not supported in a kernel: write its expression where it "
+     "is used"),
+    ("n = (m := 3)", "Line 11, Col 10, the walrus operator := is not supported in a kernel: assign with "
+     "name = expression on a line of its own"),
+    ("n = 2 ** 3", "Line 11, Col 9, the operator ** is not supported on scalars: multiply (x * x), or use "
+     "kdt.pow on a tile"),
+    ("n = ~3", "Line 11, Col 9, the operator ~ is not supported: use not for a bool, or -x - 1 for an int"),
+    ("n = t is t", "Line 11, Col 9, 'is' is not supported in a kernel: compare with == or !="),
+    ("n = 1 < 2 < 3", "Line 11, Col 9, a chained comparison (a < b < c) is not supported: write a < b and "
+     "b < c"),
+    ("n = 1\n    n += 1", "Line 12, Col 5, an augmented assignment (n += ...) is not supported: a name is "
+     "assigned once per scope; write a new name (n2 = n + 1), or for a tile an instruction "
+     "(kdt.add(t, x, t))"),
+    ("a, b = 1, 2", "Line 11, Col 5, unpacking (a, b = ...) is not supported: write one name = expression "
+     "per name"),
+    ("a = b = 1", "Line 11, Col 5, chained assignment (a = b = ...) is not supported: write one name = "
+     "expression per name"),
+    ("t[0] = 1", "Line 11, Col 5, assigning into a tile is not supported: write it with an instruction, e.g. "
+     "kdt.copy(src, t[0:4]) or kdt.fill(t[0:4], 1.0)"),
+    ("n: int = 1", "Line 11, Col 5, an annotated assignment (n: int = ...) is not supported: write name = "
+     "expression"),
+]
+
+
+@pytest.mark.parametrize("stmt, message", ADVISED, ids=[s.split("\n")[-1].strip()[:40] for s, _ in ADVISED])
+def test_refused_python_says_what_to_write_instead(tmp_path, stmt, message):
+    """A refused construct is named as a contestant would name it, with what to write instead; the class
+    and the position are the ones the handout agreement is checked on."""
+    exc, _ = statement_error(tmp_path, stmt)
+    assert type(exc) is E.UnsupportedFeatureError
+    assert str(exc) == message
 
 
 @kdt.kernel(num_jobs_calculator=one_job)

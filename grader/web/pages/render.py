@@ -31,6 +31,7 @@ from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from grader.display import count_text, utc_text
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import csrf_for
 from judger.tasks import TASKS
@@ -104,23 +105,16 @@ def task_bands(row: dict) -> list[str]:
 
 
 def cycles_text(value) -> str:
-    return "" if value is None else f"{value:,}"
+    return "" if value is None else count_text(value)
 
 
 def util_text(value) -> str:
     return "" if value is None else f"{100 * value:.1f}%"
 
 
-def parse_time(value) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    return datetime.fromisoformat(value)
-
-
 def time_text(value) -> str:
     """``2026-12-01 09:45:12 UTC`` of an aware datetime or ISO string ('' for None)."""
-    when = parse_time(value)
-    return "" if when is None else when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "" if value is None else utc_text(value)
 
 
 def duration_text(seconds: float) -> str:

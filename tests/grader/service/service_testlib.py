@@ -5,12 +5,14 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,16 @@ def run_cli(args: list, env: dict, *, check: bool = True, timeout: float = 600) 
         raise AssertionError(f"kdt-grade {' '.join(map(str, args))} exited {proc.returncode}\n"
                              f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
     return proc
+
+
+def shown_times(table: str) -> list[str]:
+    """The times a CLI table shows, in order: ``2026-12-05 14:03:12 UTC``."""
+    return re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", table)
+
+
+def utc_text(iso: str) -> str:
+    """A ``--json`` time (ISO 8601 with an offset) as the pages and the tables write it."""
+    return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class Deployment:

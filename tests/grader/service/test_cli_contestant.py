@@ -13,7 +13,7 @@ import click
 import pytest
 
 from grader.cli import COMMANDS, CONTESTANT_COMMANDS, ORGANISER_COMMANDS, main
-from service_testlib import ROOT, clean_env, run_cli
+from service_testlib import ROOT, clean_env, run_cli, shown_times, utc_text
 from tests.judger.judger_testlib import python_without_torch
 
 VADD_ONLY = ROOT / "tests" / "judger" / "fixtures" / "vadd_only.py"  # solves task 1 only (5.55 of its 10)
@@ -100,7 +100,11 @@ def test_local_exits_0_when_every_point_is_ac_1_when_one_is_not(tmp_path):
     assert passed.returncode == 0, passed.stderr
     assert re.search(r"│\s+1 │\s+│\s+│\s+│\s+│\s+5\.55 / 10 │\s+│\s+│ vector add", passed.stdout)
     assert re.search(r"│\s+5\.55 / 10 │\s+│\s+│ total", passed.stdout)
-    assert re.search(r"│\s+1 │\s+1 │ AC\s+│\s+34304 │\s+- │\s+10\.95 │", passed.stdout)  # two decimals
+    # cycles with thousands separators, scores with two decimals: as the pages show them
+    assert re.search(r"│\s+1 │\s+0 │ AC\s+│\s+536 │\s+- │\s+100\.00 │\s+1,919,810 │\s+- │", passed.stdout)
+    assert re.search(r"│\s+1 │\s+1 │ AC\s+│\s+34,304 │\s+- │\s+10\.95 │\s+11,000 │\s+18,624 │", passed.stdout)
+    raw = json.loads(run_cli(["local", VADD_ONLY, "--task", "1", "--json"], env).stdout)["points"][1]
+    assert (raw["cycles"], raw["cycles_for_100"], raw["cycles_for_plus_10"]) == (34304, 11000, 18624)
     failed = run_cli(["local", VADD_ONLY, "--task", "2"], env, check=False)
     assert failed.returncode == 1
     assert "this file does not solve task 2" in failed.stdout
@@ -128,9 +132,11 @@ def test_submit_wait_exit_status_source_submissions_and_display_names_locally(tm
     table = run_cli(["submissions", "--user", "alice"], env).stdout
     assert re.findall(r"^│\s+(\d+) │ alice", table, re.MULTILINE) == ["2", "1"]
     assert re.search(r"│\s+5\.55 │\s+0\.00 │\s+0\.00 │\s+0\.00 │\s+5\.55 │", table)
+    assert shown_times(table) == [utc_text(r["created"]) for r in rows]  # the JSON keeps the ISO time
 
     board = run_cli(["leaderboard"], env).stdout
     assert re.search(r"│\s+1 │ Alice Liddell \(alice\) │\s+1 │", board)
+    assert shown_times(board) == [utc_text(rows[1]["created"])]
     assert json.loads(run_cli(["leaderboard", "--json"], env).stdout)[0]["display_name"] == "Alice Liddell"
 
     printed = run_cli(["source", 1], env)

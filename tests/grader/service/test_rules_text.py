@@ -123,8 +123,8 @@ def test_a_graded_baseline_point_says_how_many_cycles_it_needs(tmp_path):
         "task", "point", "verdict", "cycles", "MXM", "score", "cycles for 100", "cycles for +10"]
     rows = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in table.splitlines()
             if line.startswith("│    1 │")]
-    assert [row[:8] for row in rows if row[1]] == [["1", "0", "AC", "332", "-", "100.00", "1919810", "-"],
-                                         ["1", "1", "AC", "21248", "-", "16.46", "11000", "16819"]]
+    assert [row[:8] for row in rows if row[1]] == [["1", "0", "AC", "332", "-", "100.00", "1,919,810", "-"],
+                                         ["1", "1", "AC", "21,248", "-", "16.46", "11,000", "16,819"]]
 
 
 def test_the_rules_command_locally(make_deployment):
@@ -138,6 +138,6 @@ def test_the_rules_command_locally(make_deployment):
     assert "= 10 + 90 / 1.25^4 = 46.86;" in text
     rows = {line.split("│")[5].strip(): line for line in text.splitlines() if line.count("│") == 11}
     assert [cell.strip() for cell in rows["N=16384"].strip("│ ").split("│")] == [
-        "1", "vector add", "10", "0", "N=16384", "1919810", "1977180", "2082526", "2351277", "3004665"]
-    assert "S_qo=2048 S_kv=4096 D=128" in rows and "142469" in rows["S_qo=2048 S_kv=4096 D=128"]
+        "1", "vector add", "10", "0", "N=16384", "1,919,810", "1,977,180", "2,082,526", "2,351,277", "3,004,665"]
+    assert "S_qo=2048 S_kv=4096 D=128" in rows and "142,469" in rows["S_qo=2048 S_kv=4096 D=128"]
     assert "│ Your submissions in any hour" in text and "12 at most" in text and "no limit" in text

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from grader.service import contest
+from judger.tasks import TASKS
 from pages_testlib import server, wait_until  # noqa: F401 (a fixture)
 from test_browser import ARTIFACTS, BASELINE, api_status, api_submit, browser, expect, log_in  # noqa: F401
 from test_pages_live import scored
@@ -192,3 +193,70 @@ def test_phone_layouts_keep_the_essential_columns_on_screen(server, browser):
     page.evaluate("window.scrollTo(0, 0)")
     assert inside(page, page.locator("main h1"))
     page.screenshot(path=str(ARTIFACTS / "phone-submission.png"))
+
+
+def test_phone_layouts_of_the_rules_and_my_submissions(server, browser):
+    """At 390 x 844. "My submissions": every row's number, time, verdicts at a glance and total are on
+    screen (the file, status and task scores are left out, the note says where they are) and the page does
+    not scroll sideways. The Rules page: the formula and the worked example are on screen; every test
+    point's task, point and threshold T are on screen, before and after the table is swiped to its last
+    column (the cue says it scrolls; the page itself does not); the contest's times and limits wrap."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    alice = server.add_user("alice")
+    nothing = api_submit(server, alice, NOTHING)
+    wait_until(lambda: api_status(server, alice, nothing)["status"] == "done", 120, "the first submission")
+    vadd = api_submit(server, alice, VADD_ONLY)
+    wait_until(lambda: api_status(server, alice, vadd)["status"] == "done", 300, "the second submission")
+
+    page = log_in(browser, server, alice, **PHONE)
+    page.goto(f"{server.url}/submissions")
+    marks = {nothing: "10 CE", vadd: "2 AC · 8 CE"}
+    for sid, text in marks.items():
+        row = page.locator(f'#submissions tr[data-id="{sid}"]')
+        state = api_status(server, alice, sid)
+        cells = {"id": row.locator("td").first, "time": row.locator("time"),
+                 "verdicts": row.locator('[data-f="verdicts"]'), "total": row.locator('[data-f="total"]')}
+        for name, cell in cells.items():
+            assert inside(page, cell), (sid, name, cell.bounding_box())
+        assert cells["id"].inner_text() == str(sid)
+        assert cells["time"].inner_text() == datetime.fromisoformat(state["created"]).astimezone(UTC).strftime(
+            "%Y-%m-%d %H:%M:%S UTC")
+        assert cells["verdicts"].inner_text() == text
+        assert cells["total"].inner_text() == f"{state['total']:.2f}"
+        for hidden in ("td.col-file", "td.col-status", "td.col-task"):
+            assert row.locator(hidden).first.is_hidden(), (sid, hidden)
+    expect(page.locator(f'#submissions tr[data-id="{vadd}"] [data-f="counts"] .counts')).to_be_visible()
+    expect(page.locator("#submissions-cue")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    page.screenshot(path=str(ARTIFACTS / "phone-my-submissions.png"), full_page=True)
+
+    page.goto(f"{server.url}/rules")
+    for name in (".rules .formula code", "#rules-example"):
+        assert inside(page, page.locator(name)), (name, page.locator(name).bounding_box())
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    expect(page.locator("#rules-cue")).to_be_visible()
+    wrap = page.locator("#rules-points-wrap")
+    assert wrap.evaluate("w => w.scrollWidth > w.clientWidth")  # the other columns do scroll: they do not fit
+    assert page.locator("#rules-points td.col-tpu").first.is_hidden()
+    for line in page.locator("#rules-limits tr").all():
+        assert inside(page, line.locator("th")) and inside(page, line.locator("td")), line.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "phone-rules.png"), full_page=True)
+
+    def essentials_on_screen():
+        for task in TASKS.values():
+            for point in task.points:
+                row = page.locator(f"#rule-{task.id}-{point.index}")
+                for name in ("td.col-point", "td.threshold"):
+                    assert inside(page, row.locator(name)), (task.id, point.index, name,
+                                                             row.locator(name).bounding_box())
+                assert row.locator("td.threshold").inner_text() == f"{point.threshold:,}"
+            first = page.locator(f"#rule-{task.id}-{task.points[0].index} td.col-task")
+            assert inside(page, first) and first.inner_text() == str(task.id)
+
+    essentials_on_screen()
+    wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; }")
+    last = page.locator("#rule-4-3 td").last  # the cycles for 25, scrolled into view
+    assert inside(page, last), last.bounding_box()
+    essentials_on_screen()
+    wrap.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "phone-rules-scrolled.png"))

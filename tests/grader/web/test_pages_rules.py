@@ -80,6 +80,6 @@ def test_the_rules_api_and_the_cli_against_the_server(server, tmp_path):
     assert text.startswith("Rules of KDT <2026>\n")
     assert "│ Your submissions in any hour          │ 12 at most" in text
     assert "│ Time between two of your submissions  │ 30 s at least" in text
-    assert "│    4 │ flash attention            │     40 │     0 │ S_qo=1024 S_kv=128 D=128  │        8000 │" in text
+    assert "│    4 │ flash attention            │     40 │     0 │ S_qo=1024 S_kv=128 D=128  │       8,000 │     8,239 │" in text
     down = run_cli(["rules"], {**env, "KDT_GRADE_SERVER": "http://127.0.0.1:9"}, check=False)
     assert down.returncode == 1 and "cannot reach the server http://127.0.0.1:9" in down.stderr

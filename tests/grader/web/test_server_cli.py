@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from tests.grader.service.service_testlib import OPTIMIZED, ROOT, clean_env, point_outcomes, run_cli, task_scores
+from tests.grader.service.service_testlib import (OPTIMIZED, ROOT, clean_env, point_outcomes, run_cli, shown_times,
+                                                  task_scores, utc_text)
 from weblib import add_user
 
 
@@ -51,6 +52,9 @@ def test_contestant_commands_over_http_equal_local(make_deployment, start_server
 
     shown = run_cli(["status", sid], env).stdout
     assert f"submission {sid}: optimized.py by alice (done)" in shown and "100.00 / 100" in shown
+    for p in state["points"]:  # cycles with thousands separators (21,248), as on the pages; --json keeps ints
+        assert re.search(rf"│\s+{p['task']} │\s+{p['point']} │ AC\s+│\s+{p['cycles']:,} │", shown), p
+    assert any(p["cycles"] >= 1000 for p in state["points"])
     assert json.loads(run_cli(["status", sid, "--json"], env).stdout) == state
     mine = json.loads(run_cli(["submissions", "--json"], env).stdout)
     assert [(r["submission_id"], r["status"], r["total"]) for r in mine] == [(sid, "done", 100.0)]
@@ -131,8 +135,10 @@ def test_source_submissions_newest_first_display_names_and_logout_over_http(make
     assert [r["submission_id"] for r in mine] == [second, first]
     table = run_cli(["submissions"], env).stdout
     assert re.findall(r"^│\s+(\d+) │ alice", table, re.MULTILINE) == [str(second), str(first)]
+    assert shown_times(table) == [utc_text(r["created"]) for r in mine]  # the JSON keeps the ISO time
     board = run_cli(["leaderboard"], env).stdout
     assert re.search(rf"│\s+1 │ Alice Liddell \(alice\) │\s+{first} │", board) and "T4 /40 " in board
+    assert shown_times(board) == [utc_text(mine[1]["created"])]
 
     assert run_cli(["source", first], env).stdout == VADD_ONLY.read_text()
     target = tmp_path / "mine.py"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -146,6 +147,9 @@ def test_contest_settings_are_validated(make_deployment):
     rules = json.loads(shown)
     assert rules["starts_at"] == "2026-12-06T01:00:00+00:00" and rules["ends_at"] == "2026-12-06T06:00:00+00:00"
     assert rules["min_interval_seconds"] == 30.0 and rules["max_pending"] is None
+    table = deployment.cli("admin", "contest", "show").stdout  # times as the pages write them
+    assert re.search(r"│ start +│ 2026-12-06 01:00:00 UTC +│", table) and re.search(r"│ freeze +│ - +│", table)
+    assert re.search(r"│ end +│ 2026-12-06 06:00:00 UTC +│", table)
     for option, value, code, words in (("--min-interval", "inf", 1, "between 0 and 604800 seconds"),
                                        ("--min-interval", "nan", 1, "between 0 and 604800 seconds"),
                                        ("--max-per-hour", str(10**23), 1, "between 1 and 1000000"),
