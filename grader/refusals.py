@@ -1,6 +1,6 @@
 """Refusals: a request the service declines, with a code, a message a person can act on, and an HTTP status.
 
-Raised by ``grader.service.accounts`` (authentication), ``grader.service.contest`` (window and limits) and the server's
+Raised by ``grader.service.accounts`` (authentication), ``grader.service.submission_limits`` (window and limits) and the server's
 routes; the server turns one into ``{"error": code, "message": message}`` with ``status`` (and
 ``Retry-After`` when ``retry_after`` is set), the CLI into a one-line error. A refusal is never a fault
 of the judge (those are ``grader.errors.ServiceUnavailable``, 503) and nothing is stored for one.

@@ -18,35 +18,27 @@ set`` or the admin API; read by the server for each submission:
   (unfreezing a manual freeze before ``freeze_at`` leaves the last hour's freeze to come). While both are
   in force the earlier counts. A contestant still sees their own results in full.
 
-``admit`` is the check ``Service.accept`` runs inside the intake's transaction, after locking the user's
-row, so two concurrent submissions of one user cannot both pass a limit. Organisers (admin accounts)
-are not held to the window or the limits.
+What the window and the limits refuse is ``grader.service.submission_limits``; what the freeze hides,
+``grader.service.standings``.
 
 Public API: ``Rules``, ``parse_time``, ``parse_setting``, ``get_rules``, ``set_rules``, ``set_rules_from_text``,
-``freeze_now``, ``unfreeze``, ``admit``, ``check``, ``check_in``, ``allowance``, ``public_leaderboard``,
-``hidden_submissions``, ``jury_leaderboard``.
+``freeze_now``, ``unfreeze``.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import Any
 
 import db.contest as contest_db
 from db.base import utcnow
-from db.leaderboard import leaderboard as leaderboard_query
-from grader.refusals import BadRequest, Forbidden, Refusal, TooMany
+from grader.refusals import BadRequest
 
 from .database import Database
-from .rows import iso, plain, plain_rows
-
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
+from .rows import plain
 
 
-HOUR = timedelta(hours=1)
 SETTABLE = tuple(field for field in contest_db.FIELDS if field != "frozen_since")  # set_rules' keys
-PENDING_RETRY_SECONDS = 15  # a submission is graded in about this time; then a pending slot may be free
 
 
 @dataclass(frozen=True)
@@ -231,130 +223,3 @@ def unfreeze(database: Database, now: datetime | None = None) -> Rules:
         if current.freeze_at is not None and now >= current.freeze_at:
             changes["unfrozen"] = True
         return Rules.from_row(contest_db.update_contest(session, **changes))
-
-
-def _window_refusal(rules: Rules, now: datetime) -> Refusal | None:
-    if rules.starts_at is not None and now < rules.starts_at:
-        return Forbidden(f"the contest has not started: it opens at {rules.starts_at.isoformat()} "
-                         f"(server time now {now.isoformat(timespec='seconds')})", code="not_started")
-    if rules.ends_at is not None and now >= rules.ends_at:
-        return Forbidden(f"the contest ended at {rules.ends_at.isoformat()}; no more submissions are accepted",
-                         code="ended")
-    return None
-
-
-def _limit_refusals(session: Session, rules: Rules, user_id: int, now: datetime) -> list[TooMany]:
-    """Every limit the user is at right now, each with its wait (empty: a submission may go in)."""
-    refusals = []
-    if rules.min_interval_seconds:
-        last = contest_db.last_submission(session, user_id)
-        wait = rules.min_interval_seconds - (now - last).total_seconds() if last else 0
-        if wait > 0:
-            refusals.append(TooMany(f"one submission every {rules.min_interval_seconds:g} s: try again in "
-                                    f"{wait:.0f} s", retry_after=wait))
-    if rules.max_per_hour is not None:
-        times = contest_db.recent_submissions(session, user_id, now - HOUR)
-        if len(times) >= rules.max_per_hour:
-            wait = (times[len(times) - rules.max_per_hour] + HOUR - now).total_seconds()
-            refusals.append(TooMany(f"at most {rules.max_per_hour} submissions per hour: try again in "
-                                    f"{wait:.0f} s", code="hourly_limit", retry_after=wait))
-    if rules.max_pending is not None:
-        pending = contest_db.pending_count(session, user_id)
-        if pending >= rules.max_pending:
-            refusals.append(TooMany(f"you have {pending} submission(s) not graded yet (at most "
-                                    f"{rules.max_pending}): wait for a result", code="too_many_pending",
-                                    retry_after=PENDING_RETRY_SECONDS))
-    return refusals
-
-
-def admit(session: Session, user_id: int, now: datetime | None = None) -> None:
-    """The intake's rule check (``Service.accept(..., admit=admit)``), inside its transaction: lock the
-    user's row, read the rules, and raise the first ``Refusal`` that applies (403 window, 429 limit)."""
-    contest_db.lock_user(session, user_id)
-    _refuse(session, user_id, now or utcnow())
-
-
-def _refuse(session: Session, user_id: int, now: datetime) -> None:
-    """Raise the ``Refusal`` the rules give user ``user_id`` at ``now``, if any (``_refusal``)."""
-    refusal = _refusal(session, Rules.from_row(contest_db.get_contest(session)), user_id, now)
-    if refusal is not None:
-        raise refusal
-
-
-def _refusal(session: Session, rules: Rules, user_id: int, now: datetime) -> Refusal | None:
-    """The window's refusal, else the limit that lasts longest, else None."""
-    window = _window_refusal(rules, now)
-    if window is not None:
-        return window
-    limits = _limit_refusals(session, rules, user_id, now)
-    return max(limits, key=lambda r: r.retry_after) if limits else None
-
-
-def check(database: Database, user_id: int) -> None:
-    """The rules of ``admit`` in a read-only snapshot: the server's early check, so that a refused upload
-    stores nothing at all (``Service.accept`` checks again, authoritatively, under the user's lock)."""
-    with database.read_session() as session:
-        check_in(session, user_id)
-
-
-def check_in(session: Session, user_id: int) -> None:
-    """``check`` in a snapshot the caller holds (the API's intake reads the token's account in the same
-    one). Raises the ``Refusal`` that applies now, if any."""
-    _refuse(session, user_id, utcnow())
-
-
-def allowance(database: Database, user_id: int, now: datetime | None = None) -> dict[str, Any]:
-    """What user ``user_id`` may do now: ``{"can_submit", "reason", "rule" (the reason without its wait),
-    "retry_after" (seconds or None),
-    "pending", "submitted_last_hour", "remaining_this_hour" (None: no hourly limit)}``."""
-    now = now or utcnow()
-    with database.read_session() as session:
-        rules = Rules.from_row(contest_db.get_contest(session))
-        worst = _refusal(session, rules, user_id, now)
-        hour = len(contest_db.recent_submissions(session, user_id, now - HOUR))
-        pending = contest_db.pending_count(session, user_id)
-    return {"can_submit": worst is None, "reason": worst.message if worst else None,
-            # the rule alone, without the wait that _limit_refusals appends (pages say the wait their way)
-            "rule": worst.message.split(": try again in ")[0] if worst else None,
-            "retry_after": worst.retry_after if worst else None, "pending": pending,
-            "submitted_last_hour": hour,
-            "remaining_this_hour": None if rules.max_per_hour is None else max(0, rules.max_per_hour - hour)}
-
-
-def public_leaderboard(database: Database, now: datetime | None = None) -> dict[str, Any]:
-    """The public leaderboard: ``{"frozen": bool, "freeze_at": ISO or None (while frozen: the freeze in
-    force; else the scheduled one), "rows": [...]}`` with the rows
-    of ``db.leaderboard`` (times as ISO strings), counting only submissions before the freeze while frozen.
-    Organisers' accounts are not on it (their submissions are tests of the judge, not entries)."""
-    now = now or utcnow()
-    with database.read_session() as session:
-        rules = Rules.from_row(contest_db.get_contest(session))
-        cutoff = rules.leaderboard_cutoff(now)
-        rows = leaderboard_query(session, created_before=cutoff)
-    return {"frozen": cutoff is not None, "freeze_at": iso(cutoff or rules.freeze_at), "rows": plain_rows(rows)}
-
-
-def hidden_submissions(database: Database, user_id: int, now: datetime | None = None) -> dict[str, Any] | None:
-    """While the public leaderboard is frozen, what it hides of user ``user_id``: ``{"count": how many of
-    the user's submissions were made at or after the freeze in force, "since": that freeze's time (ISO)}``
-    (count 0 when none); None when it is not frozen. For the user's own eyes only."""
-    now = now or utcnow()
-    with database.read_session() as session:
-        cutoff = Rules.from_row(contest_db.get_contest(session)).leaderboard_cutoff(now)
-        if cutoff is None:
-            return None
-        return {"count": len(contest_db.recent_submissions(session, user_id, cutoff)), "since": iso(cutoff)}
-
-
-def jury_leaderboard(database: Database, now: datetime | None = None) -> dict[str, Any]:
-    """The organisers' leaderboard, the freeze ignored (every submission counts, ``queries.leaderboard``'s
-    ranking): ``{"frozen", "freeze_at"`` (the public board's), ``"rows"``: each with ``public_rank`` and
-    ``public_total``, the same user's on the public board now (None: not on it)}``."""
-    public = public_leaderboard(database, now)
-    with database.read_session() as session:
-        rows = plain_rows(leaderboard_query(session))
-    shown = {row["user_id"]: row for row in public["rows"]}
-    for row in rows:
-        seen = shown.get(row["user_id"])
-        row["public_rank"], row["public_total"] = (seen["rank"], seen["total"]) if seen else (None, None)
-    return {"frozen": public["frozen"], "freeze_at": public["freeze_at"], "rows": rows}

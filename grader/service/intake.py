@@ -34,7 +34,7 @@ def accept(service: Service, data: bytes, file_name: str, user: str,
     spares the transaction the lookup that creates user ``user`` if missing (the CLI's case).
 
     ``admit(session, user_id)``, if given, runs in the intake's transaction before the row is created
-    (the contest server passes ``grader.service.contest.admit``: window and limits); what it raises
+    (the contest server passes ``grader.service.submission_limits.admit``: window and limits); what it raises
     propagates and nothing is stored.
 
     Raises ``pipeline.Rejected`` (nothing stored: no file, no row) for a file that fails the intake

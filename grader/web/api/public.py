@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Request
 
-from grader.service import contest, rules_text
+from grader.service import contest, rules_text, standings, submission_limits
 from grader.service.accounts import Account
 from grader.version import grader_version
 from grader.web.http.auth import OPTIONAL_SECURITY, optional_account
@@ -30,7 +30,7 @@ def task_info() -> dict:
 def leaderboard(request: Request) -> dict:
     """Each user's best submission, best first (ties: the earlier). While the scoreboard is frozen, only
     submissions made before the freeze count."""
-    return {**contest.public_leaderboard(request.app.state.service), "tasks": task_info()}
+    return {**standings.public_leaderboard(request.app.state.service), "tasks": task_info()}
 
 
 @router.get("/contest", response_model=Contest, responses=error_responses(401, 403, 503),
@@ -49,7 +49,7 @@ def contest_info(request: Request, account: Account | None = Depends(optional_ac
                    "max_pending": rules.max_pending, "max_questions_per_hour": rules.max_questions_per_hour,
                    "max_bytes": service.settings.submission_max_bytes},
         "user": account.name if account else None,
-        "allowance": contest.allowance(service, account.id, now) if account else None,
+        "allowance": submission_limits.allowance(service, account.id, now) if account else None,
         "server_time": now.isoformat(), "grader": grader_version(),
     }
 

@@ -1,12 +1,12 @@
 """Taking in an upload for an account, shared by the API (``grader.web.api.contestant``) and the page form
 (``grader.web.pages.contestant``).
 
-- ``check``: the contest's rules in a read-only snapshot (``grader.service.contest.check``), before any work;
+- ``check``: the contest's rules in a read-only snapshot (``grader.service.submission_limits.check``), before any work;
   organisers are not held to the window and limits;
 - ``admit_token``: the API's check before it reads an upload: the token's account and the contest's rules
   in one read-only snapshot (an unknown token, a disabled account or a limit is refused before any of
   the body is read);
-- ``accept``: ``Service.accept`` with the rules checked again inside its transaction (``contest.admit``),
+- ``accept``: ``Service.accept`` with the rules checked again inside its transaction (``submission_limits.admit``),
   then the id handed to the server's scheduler. Refusals (``pipeline.Rejected``, ``refusals.Refusal``)
   propagate and nothing is stored;
 - ``in_thread``: runs one of these in a worker thread, at most ``INTAKE_THREADS`` at once per process;
@@ -25,7 +25,7 @@ import anyio
 import anyio.to_thread
 
 from grader.refusals import TooMany
-from grader.service import Service, accounts, contest
+from grader.service import Service, accounts, submission_limits
 from grader.service.accounts import Account
 
 # Intakes running at once in one HTTP process. Their work is CPU (the syntax check, SQL) under one
@@ -49,14 +49,14 @@ async def in_thread(request, function, *args):
 def check(service: Service, account: Account) -> None:
     """Raise the ``Refusal`` the contest's rules give ``account`` now (none for an organiser)."""
     if not account.is_admin:
-        contest.check(service, account.id)
+        submission_limits.check(service, account.id)
 
 
 def accept(service: Service, account: Account, file_name: str, data: bytes) -> int:
     """Store the upload as ``account``'s submission and start its grading (``Service.enqueue``: the
     server's scheduler); return its id. Raises ``pipeline.Rejected`` (400), ``refusals.Refusal`` (403/429) or
     ``ServiceUnavailable`` (503), with nothing stored."""
-    admit = None if account.is_admin else contest.admit
+    admit = None if account.is_admin else submission_limits.admit
     submission_id = service.accept(data, file_name, account.name, admit, user_id=account.id)
     service.enqueue(submission_id)
     return submission_id
@@ -64,12 +64,12 @@ def accept(service: Service, account: Account, file_name: str, data: bytes) -> i
 
 def admit_token(service: Service, token: str) -> Account:
     """The account of a ``well_formed`` bearer token (``accounts.account_for``), with the contest's rules
-    checked for it (``contest.check_in``) in the same snapshot. Raises ``NotAuthenticated`` (401),
+    checked for it (``submission_limits.check_in``) in the same snapshot. Raises ``NotAuthenticated`` (401),
     ``Forbidden`` (403: disabled, outside the window), ``TooMany`` (429) or ``ServiceUnavailable`` (503)."""
     with service.read_session() as session:
         account = accounts.account_for(session, token)
         if not account.is_admin:
-            contest.check_in(session, account.id)  # a refusal stores nothing at all
+            submission_limits.check_in(session, account.id)  # a refusal stores nothing at all
     return account
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from grader.service import contest, export
+from grader.service import contest, export, standings
 from judger.tasks import TASKS
 
 from . import render as views
@@ -20,7 +20,7 @@ router = APIRouter(prefix="/admin", include_in_schema=False)
 
 
 def jury_rows(board: dict) -> list[dict]:
-    """``contest.jury_leaderboard`` rows as display data; ``hidden``: the public board shows this user
+    """``standings.jury_leaderboard`` rows as display data; ``hidden``: the public board shows this user
     otherwise (another rank or total, or not at all)."""
     return [{"user": r["user_name"], "display_name": r["display_name"] or "", "rank": r["rank"],
              "submission_id": r["submission_id"], "tasks": [views.score_text(r[f"task{t}"]) for t in TASKS],
@@ -45,7 +45,7 @@ def jury_scoreboard(request: Request) -> Response:
         return account
     service = request.app.state.service
     now = datetime.now(UTC)
-    board = contest.jury_leaderboard(service, now)
+    board = standings.jury_leaderboard(service, now)
     rules = contest.get_rules(service)
     rows = jury_rows(board)
     return page(request, "jury.html", account=account, rules=rules, banner=views.banner_view(rules, now),

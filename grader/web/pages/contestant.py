@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from grader.judging import trace_record
 from grader.judging.pipeline import Rejected
 from grader.refusals import NotFound, Refusal
-from grader.service import contest, glance, queries, visibility
+from grader.service import contest, glance, queries, submission_limits, visibility
 from grader.web.http import admission, cookie_session as session
 from grader.web.http.csrf import check_csrf
 from grader.web.http.upload import read_upload_form
@@ -39,7 +39,7 @@ def _submit_page(request: Request, account, status: int = 200, error: str | None
     service = request.app.state.service
     rules = contest.get_rules(service)
     now = datetime.now(UTC)
-    allowance = views.allowance_view(contest.allowance(service, account.id, now), now)
+    allowance = views.allowance_view(submission_limits.allowance(service, account.id, now), now)
     return page(request, "submit.html", status, account=account, rules=rules, allowance=allowance, error=error,
                 limit_lines=views.limit_lines(rules), max_bytes=service.settings.submission_max_bytes)
 

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from grader.refusals import Forbidden, NotAuthenticated
-from grader.service import contest, login_sessions, rules_text
+from grader.service import contest, login_sessions, rules_text, standings
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import check_csrf, check_login_csrf, forget_login_csrf, login_csrf, remember_login_csrf
 
@@ -44,7 +44,7 @@ def index(request: Request) -> Response:
     account = session.page_account(request)
     own = None
     if board.frozen and account is not None and not account.is_admin:
-        own = pending_mark(contest.hidden_submissions(service, account.id))
+        own = pending_mark(standings.hidden_submissions(service, account.id))
     return page(request, "index.html", account=account, rules=rules,
                 banner=views.banner_view(rules, datetime.now(UTC)), board=board, bands=views.SCORE_BANDS,
                 own=own, rows_html=board.rows_html_for(account.name, own) if own else board.rows_html)

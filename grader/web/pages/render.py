@@ -293,7 +293,7 @@ def banner_view(rules, now: datetime) -> dict:
 
 
 def allowance_view(allowance: dict, now: datetime) -> dict:
-    """``grader.service.contest.allowance`` with the next allowed time as text."""
+    """``grader.service.submission_limits.allowance`` with the next allowed time as text."""
     view = dict(allowance)
     wait = allowance.get("retry_after")
     if wait:

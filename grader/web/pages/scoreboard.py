@@ -1,6 +1,6 @@
 """The public scoreboard as the pages show it, versioned so live updates send only what changed.
 
-``Scoreboards(service)`` computes the board from ``grader.service.contest.public_leaderboard`` (the freeze
+``Scoreboards(service)`` computes the board from ``grader.service.standings.public_leaderboard`` (the freeze
 applies), at most once per ``TTL`` seconds per server process however many browsers poll, renders its
 table body once, and keeps the last ``KEEP`` versions. ``update(since)`` answers a browser that has version ``since``:
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from grader.service import contest
+from grader.service import standings
 from judger.tasks import TASKS
 
 from .render import environment, score_text, task_bands, time_text
@@ -68,7 +68,7 @@ def _macros():
 
 
 def board_rows(leaderboard: dict) -> tuple:
-    """Display rows of ``contest.public_leaderboard`` output."""
+    """Display rows of ``standings.public_leaderboard`` output."""
     return tuple({"user": r["user_name"], "name": r.get("display_name") or r["user_name"], "rank": r["rank"],
                   "tasks": [score_text(r[f"task{t}"]) for t in TASKS], "bands": task_bands(r),
                   "total": score_text(r["total"]),
@@ -86,7 +86,7 @@ def make_board(leaderboard: dict) -> Board:
 
 
 def pending_mark(hidden: dict | None) -> dict | None:
-    """What the viewer's own row says while the board is frozen (``contest.hidden_submissions``): ``{"count",
+    """What the viewer's own row says while the board is frozen (``standings.hidden_submissions``): ``{"count",
     "since" (ISO), "since_text", "label", "title"}``; None when nothing of theirs is hidden."""
     if not hidden or not hidden["count"]:
         return None
@@ -122,7 +122,7 @@ class Scoreboards:
         with self._lock:
             if self._current is not None and self.clock() - self._at < self.ttl:
                 return self._current
-        board = make_board(contest.public_leaderboard(self.service))
+        board = make_board(standings.public_leaderboard(self.service))
         with self._lock:
             self._current, self._at = board, self.clock()
             self._versions[board.version] = board

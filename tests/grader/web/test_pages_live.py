@@ -13,7 +13,7 @@ import httpx
 
 from grader.service import contest
 from db.submissions import Submission
-from grader.service import queries
+from grader.service import queries, standings
 from grader.web.pages.render import score_band
 from judger.verdicts import VERDICTS
 from pages_testlib import VADD_ONLY, csrf_of, server, submit_page, wait_done  # noqa: F401 (a fixture)
@@ -110,7 +110,7 @@ def test_the_lists_show_verdicts_at_a_glance_and_the_submission_that_counts(serv
         assert row["status"] == "done" and row["verdicts"] == expected_line(states[i]), (i, row)
     assert rows[2]["verdicts"].startswith("2 AC · ") and "v-AC" in rows[2]["classes"]
     assert rows[1]["verdicts"] == "10 CE" and rows[1]["classes"] == ["v-CE"]
-    best = {r["user_name"]: r["submission_id"] for r in contest.jury_leaderboard(service)["rows"]}
+    best = {r["user_name"]: r["submission_id"] for r in standings.jury_leaderboard(service)["rows"]}
     assert best == {"alice": 2, "bob": 4}
     assert [i for i, row in rows.items() if row["counts"]] == [2] and rows[2]["total"] == f"{states[2]['total']:.2f}"
 
