@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from grader.csv_format import csv_text
 from grader.refusals import BadRequest, Forbidden, TooLarge
 from grader.service import accounts
+from grader.service.accounts import Account
 from grader.web.http.csrf import check_csrf
 from grader.web.http.upload import read_upload_form
 
@@ -143,6 +144,16 @@ def _target(request: Request, account, name: str) -> dict | Response:
     return found[0]
 
 
+def _acting_on(request: Request, csrf: str, user: str) -> tuple[Account, dict] | Response:
+    """``(the organiser acting, the listed account called user)`` of a users form, or the page that
+    refuses it: not an organiser or a bad CSRF token (``checked``), no such user (404)."""
+    account = checked(request, csrf)
+    if isinstance(account, Response):
+        return account
+    target = _target(request, account, user)
+    return target if isinstance(target, Response) else (account, target)
+
+
 def _back(code: str, user_id: int) -> RedirectResponse:
     assert code in NOTICES
     return RedirectResponse(f"/admin/users?notice={code}&id={user_id}", status_code=303)
@@ -153,12 +164,10 @@ def disable(request: Request, user: str = user_field(), csrf: str = Form("", max
             confirm: str = confirm_field()) -> Response:
     """Disable an account, once confirmed (``accounts.set_disabled``): its token answers 403 and its page
     sessions end. An organiser's own account is refused (400): nobody could enable it from its session."""
-    account = checked(request, csrf)
-    if isinstance(account, Response):
-        return account
-    target = _target(request, account, user)
-    if isinstance(target, Response):
-        return target
+    acting = _acting_on(request, csrf, user)
+    if isinstance(acting, Response):
+        return acting
+    account, target = acting
     if target["id"] == account.id:
         return error_page(request, 400, "Not disabled", "You cannot disable your own account: you would be "
                           "locked out at once. Another organiser can.", account)
@@ -176,12 +185,10 @@ def disable(request: Request, user: str = user_field(), csrf: str = Form("", max
 @router.post("/enable")
 def enable(request: Request, user: str = user_field(), csrf: str = Form("", max_length=128)) -> Response:
     """Enable a disabled account again (its token works as before; nothing to confirm)."""
-    account = checked(request, csrf)
-    if isinstance(account, Response):
-        return account
-    target = _target(request, account, user)
-    if isinstance(target, Response):
-        return target
+    acting = _acting_on(request, csrf, user)
+    if isinstance(acting, Response):
+        return acting
+    account, target = acting
     accounts.set_disabled(request.app.state.service, user, False)
     return _back("enabled", target["id"])
 
@@ -191,12 +198,10 @@ def reset_token(request: Request, user: str = user_field(), csrf: str = Form("",
                 confirm: str = confirm_field()) -> Response:
     """Give an account a new token, once confirmed (``accounts.reset_token``: the old one stops working and
     the account's page sessions end), and show it once."""
-    account = checked(request, csrf)
-    if isinstance(account, Response):
-        return account
-    target = _target(request, account, user)
-    if isinstance(target, Response):
-        return target
+    acting = _acting_on(request, csrf, user)
+    if isinstance(acting, Response):
+        return acting
+    account, target = acting
     own = target["id"] == account.id
     if confirm != CONFIRMED:
         lines = [f"{user}'s current token stops working at once (401), and every page session logged in "
