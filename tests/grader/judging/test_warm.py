@@ -67,6 +67,15 @@ def fresh_templates():
     warm.stop_all()
 
 
+def own_install_in_tmp() -> list[str]:
+    """What a child sees in its empty /tmp: nothing, but the top directory of the judge's own install
+    (checkout, interpreter) where that lies below /tmp, bound back read-only so the child can import it."""
+    tops = {os.path.relpath(path, "/tmp").split(os.sep)[0]
+            for path in map(os.path.realpath, (str(EXAMPLES.parents[1]), sys.prefix, sys.base_prefix))
+            if path.startswith("/tmp" + os.sep)}
+    return sorted(tops)
+
+
 def probe(modules: tuple) -> dict:
     run = run_sandboxed(("script", "probe.py"), ["--flag"], {"probe.py": PROBE.encode()}, LIMITS, warm=modules)
     assert run.ok and run.contained, (run.status, run.stderr[-2000:])
@@ -82,7 +91,7 @@ def test_a_warm_run_sees_exactly_the_world_of_a_cold_one():
         del os.environ["KDT_GRADE_DATABASE_URL"]
     assert warm_facts == cold
     assert cold["pid"] == 2 and cold["ppid"] == 1 and cold["pids"] == ["1", "2"]  # its own PID namespace
-    assert "KDT_GRADE_DATABASE_URL" not in cold["env"] and cold["net"] == ["lo"] and cold["tmp"] == []
+    assert "KDT_GRADE_DATABASE_URL" not in cold["env"] and cold["net"] == ["lo"] and cold["tmp"] == own_install_in_tmp()
     assert cold["cap_eff"] == "0000000000000000" and cold["no_new_privs"] == "1" and cold["seccomp"] == "2"
     assert not cold["write_tmp"] and not cold["write_cwd"] and cold["write_home"]
     assert len(warm.status()) == 1 and "1 run(s)" in warm.status()[0]
