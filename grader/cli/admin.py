@@ -10,7 +10,7 @@ from grader.service import Service
 
 from .contest import contest_group
 from .messages import admin_announce, admin_answer, admin_clarifications, admin_ignore
-from .output import csv_text, dump_json, err, out, safe, show_result, submissions_table, when
+from .output import csv_text, dump_json, err, out, safe, show_result, source_for_terminal, submissions_table, when
 from .users import users
 
 SUBMISSION_COLUMNS = ["submission_id", "user_id", "user_name", "file_name", "sha256", "created", "status",
@@ -78,7 +78,8 @@ def show(submission_id: int, source: bool, as_json: bool) -> None:
     out.print(table)
     if source:
         out.print(f"\n--- {safe(state['file_name'])} ---")
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        shown = source_for_terminal(text, submission_id) if sys.stdout.isatty() else text
+        sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
 
 
 @admin.command()

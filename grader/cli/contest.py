@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from grader.refusals import Refusal
 from grader.service import Service, contest
 
-from .output import dump_json, out, refused, when
+from .output import dump_json, out, refused, safe, when
 
 
 @click.group("contest")
@@ -104,4 +103,4 @@ def _cell(key: str, value) -> str:
     """A rules field as the table shows it: times as the pages write them, ``-`` for unset."""
     if key in _TIMES:
         return when(value)
-    return "-" if value is None else escape(str(value))
+    return safe(value)

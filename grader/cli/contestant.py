@@ -22,7 +22,7 @@ from grader.client.http import Client, ClientError
 from grader.client.login import (ENV_SERVER, ENV_TOKEN, ClientConfig, config_path, forget_config, load_config,
                                  normalise_server, save_config)
 
-from .output import (dump_json, err, newest_first, out, points_progress, print_leaderboard, print_rules,
+from .output import (dump_json, err, newest_first, out, points_progress, print_leaderboard, printable, print_rules,
                      progress_updater, show_result, show_submitted, submissions_table, verdicts_exit_code, when,
                      write_source)
 
@@ -78,7 +78,7 @@ def login(server: str, token: str) -> None:
     if contest.get("user") is None:  # a server that ignores tokens is not ours
         raise click.ClickException(f"{config.server} did not recognise the token")
     path = save_config(config)
-    name = f" ({contest['name']})" if contest.get("name") else ""
+    name = f" ({printable(contest['name'])})" if contest.get("name") else ""  # a server's text, never escapes
     out.print(f"logged in to {config.server}{name} as {contest['user']}; saved to {path}", markup=False,
               soft_wrap=True)  # a long path is not broken over two lines
 

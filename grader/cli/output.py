@@ -251,17 +251,32 @@ def verdicts_exit_code(points: list[dict]) -> int:
 
 
 def write_source(text: str, output, submission_id: int) -> None:
-    """A submission's source, byte for byte as stored (UTF-8), to stdout or to the file ``output``
-    (replaced), saying on stderr what was written."""
-    data = text.encode("utf-8")
+    """A submission's source, byte for byte as stored (UTF-8), to a pipe or to the file ``output``
+    (replaced), saying on stderr what was written. To a terminal, control characters are written as
+    escapes (``source_for_terminal``): a contestant's file must not drive an organiser's terminal."""
     if output is None:
+        if sys.stdout.isatty():
+            sys.stdout.write(source_for_terminal(text, submission_id))
+            sys.stdout.flush()
+            return
         sys.stdout.flush()
-        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.write(text.encode("utf-8"))
         sys.stdout.buffer.flush()
         return
+    data = text.encode("utf-8")
     output.write_bytes(data)
     err.print(f"wrote submission {submission_id} to {output} ({len(data)} bytes)", markup=False, highlight=False,
               soft_wrap=True)
+
+
+def source_for_terminal(text: str, submission_id: int) -> str:
+    """``text`` as a terminal may show it: unchanged without control characters, else with them written
+    as escapes (``printable``) and a note on stderr of how to get the exact bytes."""
+    shown = printable(text)
+    if shown != text:
+        err.print(f"submission {submission_id} holds control characters: shown escaped (\\x1b); "
+                  "`-o FILE` or a pipe gives the exact bytes", markup=False, highlight=False, soft_wrap=True)
+    return shown
 
 
 def progress_updater(progress: Progress, bar):

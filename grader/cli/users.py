@@ -12,7 +12,7 @@ from rich.table import Table
 from grader.refusals import Refusal
 from grader.service import Service, accounts
 
-from .output import csv_text, dump_json, out, refused
+from .output import csv_text, dump_json, out, refused, safe
 
 
 @click.group()
@@ -69,7 +69,7 @@ def list_(as_json: bool) -> None:
     for column in ("name", "display name", "admin", "disabled", "token", "submissions"):
         table.add_column(column, justify="right" if column == "submissions" else "left")
     for r in rows:
-        table.add_row(escape(r["name"]), escape(r["display_name"] or ""), "yes" if r["is_admin"] else "",
+        table.add_row(safe(r["name"]), safe(r["display_name"] or ""), "yes" if r["is_admin"] else "",
                       "DISABLED" if r["disabled"] else "", "yes" if r["has_token"] else "none",
                       str(r["submissions"]))
     out.print(table)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import db.accounts as accounts_db
 import db.web_sessions as sessions_db
+from grader.display import hidden_characters
 from grader.refusals import BadRequest, Forbidden, NotAuthenticated
 
 from .database import Database
@@ -77,8 +78,10 @@ def _display_name(display_name: str | None) -> str | None:
     if display_name is None or not display_name.strip():
         return None
     display_name = display_name.strip()
-    if len(display_name) > 200 or any(ord(c) < 32 for c in display_name):
-        raise BadRequest("a display name has at most 200 characters and no control characters")
+    hidden = hidden_characters(display_name)
+    if len(display_name) > 200 or hidden:
+        raise BadRequest("a display name has at most 200 characters and no control or invisible formatting "
+                         f"characters{' (found ' + ', '.join(hidden[:5]) + ')' if hidden else ''}")
     return display_name
 
 
@@ -107,7 +110,8 @@ def parse_user_csv(text: str) -> list[tuple[str, str | None]]:
 def _user_lines(text: str) -> list[tuple[int, str, str | None]]:
     """``parse_user_csv`` with each user's line number (1-based) first."""
     users, seen = [], set()
-    for number, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
+    # \r\n, \n or a bare \r ends a line (old spreadsheet exports), as the CLI's read_text() reads them
+    for number, fields in enumerate(csv.reader(io.StringIO(text, newline=None)), start=1):
         if not fields or not any(f.strip() for f in fields):
             continue
         name = fields[0].strip()

@@ -32,6 +32,7 @@ from typing import Any
 
 import db.contest as contest_db
 from db.base import utcnow
+from grader.display import hidden_characters
 from grader.refusals import BadRequest
 
 from .database import Database
@@ -182,6 +183,10 @@ def _validated(current: Rules, changes: dict[str, Any]) -> dict[str, Any]:
                          f"({merged['starts_at'].isoformat()})")
     if merged["name"] is not None and len(merged["name"]) > contest_db.NAME_MAX_LENGTH:
         raise BadRequest(f"the contest name has at most {contest_db.NAME_MAX_LENGTH} characters")
+    hidden = hidden_characters(merged["name"] or "")
+    if hidden:
+        raise BadRequest(f"the contest name may hold no control or invisible formatting characters (found "
+                         f"{', '.join(hidden[:5])})")
     if "freeze_at" in changes:
         changes = {**changes, "unfrozen": False}  # a new freeze time freezes again
     return changes

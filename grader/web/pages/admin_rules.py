@@ -41,15 +41,18 @@ NOTICES = {"saved": "The contest rules are saved: every server and worker applie
 
 
 def setting_text(value) -> str:
-    """A stored setting as the form shows it: a time in ISO 8601 (UTC, minutes when they are exact), a
-    number without a needless ``.0``, '' for none."""
+    """A stored setting as the form shows it, so that reading the text back gives the same value: a time
+    in ISO 8601 (UTC, to the minute, second or microsecond it needs), a number without a needless ``.0``,
+    '' for none."""
     if value is None:
         return ""
     if isinstance(value, datetime):
-        exact = value.second == 0 and value.microsecond == 0
-        return value.astimezone(UTC).isoformat(timespec="minutes" if exact else "seconds")
+        # as exact as stored: the text read back must be the same value, or saving the form would
+        # change it (and a changed freeze time freezes the board again)
+        spec = "microseconds" if value.microsecond else "seconds" if value.second else "minutes"
+        return value.astimezone(UTC).isoformat(timespec=spec)
     if isinstance(value, float):
-        return f"{value:g}"
+        return str(int(value)) if value.is_integer() else repr(value)
     return str(value)
 
 
