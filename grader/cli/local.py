@@ -26,6 +26,7 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
     unset) it is graded here, before the command returns. With ``wait`` the exit status is
     ``verdicts_exit_code`` of the result."""
     with Service() as service:
+        _say_where(service)
         try:
             submission_id = service.accept(file.read_bytes(), file.name, user)
         except pipeline.Rejected as exc:
@@ -51,6 +52,17 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
     show_submitted(state, wait, as_json)
     if wait:
         sys.exit(verdicts_exit_code(state["points"]))
+
+
+def _say_where(service: Service) -> None:
+    """One line on stderr: no contest server is configured, so this submission goes to this machine's
+    database (a contestant whose login was lost must not believe they submitted to the contest)."""
+    from sqlalchemy.engine import make_url  # loaded by the service already
+
+    where = make_url(service.settings.db_url).render_as_string(hide_password=True)
+    err.print(f"no contest server configured: submitting to the database of this machine ({where}); "
+              "`kdt-grade login URL TOKEN` first to submit to the contest", markup=False, highlight=False,
+              soft_wrap=True)
 
 
 def _grade_here(service: Service, submission_id: int, wait: bool) -> None:

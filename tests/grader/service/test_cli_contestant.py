@@ -122,6 +122,10 @@ def test_submit_wait_exit_status_source_submissions_and_display_names_locally(tm
     waited = run_cli(["submit", VADD_ONLY, "--user", "alice", "--wait"], env, check=False)
     assert waited.returncode == 1, waited.stderr  # graded; tasks 2-4 are CE
     assert waited.stdout.startswith("submission 1 accepted (vadd_only.py, user alice)\n")
+    database = (tmp_path / "var" / "kdt-grade.sqlite3").resolve()
+    assert waited.stderr.startswith(f"no contest server configured: submitting to the database of this machine "
+                                    f"(sqlite:///{database}); `kdt-grade login URL TOKEN` first to submit to "
+                                    "the contest\n")  # a lost login must not look like a contest submission
     assert re.search(r"│\s+5\.55 / 100 │\s+│\s+│ total", waited.stdout)
     second = run_cli(["submit", VADD_ONLY, "--user", "alice"], env)  # no --wait: 0 once accepted
     assert second.stdout.splitlines() == ["submission 2 accepted (vadd_only.py, user alice)",
