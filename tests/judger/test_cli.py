@@ -88,9 +88,13 @@ def test_wrong_result_runtime_error_and_timeout_lines(capsys):
     re_ = run_main(capsys, "--kernel-impl-path", fixture_path("out_of_bounds"), "--task", "1").splitlines()
     assert re_[1].startswith("Testcase 0 failed with RE (runtime error): OutOfBoundsError: Line 11, kdt.load: "
                              "view of 'b'")
-    # testcase 1 has 8192 jobs: far past 0.01 s
+    # testcase 1 has 8192 jobs: far past 0.01 s; testcase 0 takes about that long, so it may pass or not
     tle = run_main(capsys, "--kernel-impl-path", fixture_path("slow"), "--task", "1", "--timeout", "0.01").splitlines()
-    assert tle[-2] == "Simulation timeout" and tle[-1] == "Task 1 (vector add) score: 0.0 / 10.0"
+    first = re.fullmatch(r"Testcase 0 passed, num_cycles: \d+( \([\d.]+% of MXM's peak\))?, score: ([\d.]+)", tle[1])
+    assert first is not None or (tle[1].startswith("simulation passed its wall-clock limit before job ")
+                                 and tle[2] == "Simulation timeout"), tle
+    task_score = float(first.group(2)) / 2 * 10 / 100 if first else 0.0  # the mean of 2 points, weight 10
+    assert tle[-2] == "Simulation timeout" and tle[-1] == f"Task 1 (vector add) score: {task_score:.1f} / 10.0"
     assert tle[-3].startswith("simulation passed its wall-clock limit")
     assert tle[-3].endswith("(0.01 s per launch, trial 1 of 3)")
 
