@@ -28,6 +28,7 @@ _AST_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "
 _AST_UNOPS = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not"}
 _AST_BOOLOPS = {ast.And: "and", ast.Or: "or"}
 _VIEW_FUNCS = ("slice", "squeeze", "unsqueeze", "broadcast_to", "transpose")
+_KDT_FUNCTIONS = (*OPS, *_VIEW_FUNCS, "alloc_spm", "get_job_id")  # what a kernel may call, for suggestions
 # Constant instruction arguments the handout resolves with its narrow reader (spec §2); ``dim`` arguments
 # go through ``dim_arg`` and alloc_spm's ``init_value`` through ``call_alloc_spm``.
 _RESOLVED_CONSTS = ("value", "print_only_if_job0")
@@ -272,10 +273,13 @@ class KernelBuilder(ast.NodeVisitor):
             return result
         return self.visit(node)
 
-    def scalar(self, node, what: str) -> Scalar:
+    def scalar(self, node, what: str, if_tile: str = "") -> Scalar:
+        """The scalar ``node`` stands for; a ``TypeError`` naming ``what`` otherwise (``if_tile``: what to
+        write instead, added when it is a tile)."""
         v = self.value(node)
         if not isinstance(v, Scalar):
-            raise self.error(E.TypeError, node, f"{what} must be a scalar expression, got {_kind(v)}")
+            hint = if_tile if isinstance(v, Tile) else ""
+            raise self.error(E.TypeError, node, f"{what} must be a scalar expression, got {_kind(v)}{hint}")
         return v
 
     def tile(self, node, what: str) -> Tile:
@@ -321,8 +325,8 @@ class KernelBuilder(ast.NodeVisitor):
         op = _AST_BINOPS.get(type(node.op))
         if op is None:
             raise self.error(E.UnsupportedFeatureError, node, refusals.operator(node.op))
-        a = self.scalar(node.left, f"the left operand of '{op}'")
-        b = self.scalar(node.right, f"the right operand of '{op}'")
+        a = self.scalar(node.left, f"the left operand of '{op}'", refusals.tile_operand(op))
+        b = self.scalar(node.right, f"the right operand of '{op}'", refusals.tile_operand(op))
         return self.fold(ir.Binary(op, a.expr, b.expr), binary_type(op, a.type, b.type),
                          lambda: BINARY[op](a.expr.value, b.expr.value), a.is_const and b.is_const)
 
@@ -457,8 +461,7 @@ class KernelBuilder(ast.NodeVisitor):
         f = node.func
         if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "kdt"):
             what = f.id if isinstance(f, ast.Name) else ast.unparse(f)
-            raise self.error(E.UnsupportedFeatureError, node,
-                             f"only kdt.<name>(...) calls are allowed in a kernel, not '{what}(...)'")
+            raise self.error(E.UnsupportedFeatureError, node, refusals.call(what, _KDT_FUNCTIONS))
         name = f.attr
         if name in OPS:
             if not statement:
@@ -468,7 +471,7 @@ class KernelBuilder(ast.NodeVisitor):
         handler = getattr(self, f"call_{name}", None) if name in _VIEW_FUNCS + ("alloc_spm", "get_job_id") \
             else None
         if handler is None:
-            raise self.error(E.SyntaxError, node, f"unknown KDT function 'kdt.{name}'")
+            raise self.error(E.SyntaxError, node, refusals.unknown_function(name, _KDT_FUNCTIONS))
         return handler(node)
 
     def bind_args(self, node, params, aliases=None) -> dict:

@@ -5,6 +5,7 @@ Only the wording lives here: the front end decides what is refused and with whic
 prefixes the line and column.
 """
 import ast
+import difflib
 
 _OUTSIDE = "remove it, or check the condition outside the kernel in plain Python"
 _LOOP = "use a for i in range(n) loop"
@@ -94,3 +95,32 @@ def assignment(node: ast.Assign) -> str:
         return ("assigning into a tile is not supported: write it with an instruction, e.g. "
                 "kdt.copy(src, t[0:4]) or kdt.fill(t[0:4], 1.0)")
     return "only name = expression assignments are supported: assign to a plain name"
+
+
+# The instruction that does on tiles what an arithmetic operator does on scalars.
+_TILE_INSTRUCTIONS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+
+def tile_operand(op: str) -> str:
+    """What to write instead of arithmetic on a tile (``x + y`` with tiles): the instruction that does it,
+    or, for an operator with none, that tiles have no operators ('' when there is nothing to add)."""
+    name = _TILE_INSTRUCTIONS.get(op)
+    if name is not None:
+        return f"; arithmetic on tiles is an instruction: kdt.{name}(a, b, out)"
+    return "; tiles have no operators: compute on them with kdt instructions"
+
+
+def call(what: str, known: tuple[str, ...]) -> str:
+    """The refusal of a call of ``what`` (not ``kdt.<name>``), with what to write instead: ``kdt.print`` for
+    ``print``, else the closest of ``known`` (the kdt functions) when there is one."""
+    text = f"only kdt.<name>(...) calls are allowed in a kernel, not '{what}(...)'"
+    if what == "print":
+        return text + ": use kdt.print(tile, 'message') (it prints a tile's values when the kernel runs)"
+    close = difflib.get_close_matches(what.rsplit(".", 1)[-1], known, n=1)
+    return text + (f": did you mean kdt.{close[0]}(...)?" if close else "")
+
+
+def unknown_function(name: str, known: tuple[str, ...]) -> str:
+    """The refusal of ``kdt.<name>`` that is no kdt function, with the closest known name if there is one."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"unknown KDT function 'kdt.{name}'" + (f": did you mean kdt.{close[0]}?" if close else "")

@@ -1061,6 +1061,35 @@ def test_refused_python_says_what_to_write_instead(tmp_path, stmt, message):
     assert str(exc) == message
 
 
+SUGGESTED = [
+    ("u = t + t", E.TypeError, "Line 11, Col 9, the left operand of '+' must be a scalar expression, got a tile; "
+     "arithmetic on tiles is an instruction: kdt.add(a, b, out)"),
+    ("u = 2 * t", E.TypeError, "Line 11, Col 13, the right operand of '*' must be a scalar expression, got a "
+     "tile; arithmetic on tiles is an instruction: kdt.mul(a, b, out)"),
+    ("u = t // 2", E.TypeError, "Line 11, Col 9, the left operand of '//' must be a scalar expression, got a "
+     "tile; tiles have no operators: compute on them with kdt instructions"),
+    ("print(t)", E.UnsupportedFeatureError, "Line 11, Col 5, only kdt.<name>(...) calls are allowed in a "
+     "kernel, not 'print(...)': use kdt.print(tile, 'message') (it prints a tile's values when the kernel "
+     "runs)"),
+    ("add(t, t, t)", E.UnsupportedFeatureError, "Line 11, Col 5, only kdt.<name>(...) calls are allowed in a "
+     "kernel, not 'add(...)': did you mean kdt.add(...)?"),
+    ("frobnicate(t)", E.UnsupportedFeatureError, "Line 11, Col 5, only kdt.<name>(...) calls are allowed in a "
+     "kernel, not 'frobnicate(...)'"),
+    ("kdt.vadd(t, t, t)", E.SyntaxError, "Line 11, Col 5, unknown KDT function 'kdt.vadd': did you mean "
+     "kdt.add?"),
+    ("kdt.frobnicate(t)", E.SyntaxError, "Line 11, Col 5, unknown KDT function 'kdt.frobnicate'"),
+]
+
+
+@pytest.mark.parametrize("stmt, cls, message", SUGGESTED, ids=[s for s, _, _ in SUGGESTED])
+def test_common_mistakes_are_told_the_kdt_function_to_use(tmp_path, stmt, cls, message):
+    """Arithmetic on tiles, Python's print and a misspelt instruction: the class and position as before
+    (the handout agreement), and the message names the kdt function to write instead."""
+    exc, _ = statement_error(tmp_path, stmt)
+    assert type(exc) is cls
+    assert str(exc) == message
+
+
 @kdt.kernel(num_jobs_calculator=one_job)
 def bad_signature(io_tensors, task_args):
     t = kdt.alloc_spm((4,))
