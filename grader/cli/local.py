@@ -55,12 +55,12 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
 
 
 def _say_where(service: Service) -> None:
-    """One line on stderr: no contest server is configured, so this submission goes to this machine's
-    database (a contestant whose login was lost must not believe they submitted to the contest)."""
-    from sqlalchemy.engine import make_url  # loaded by the service already
-
-    where = make_url(service.settings.db_url).render_as_string(hide_password=True)
-    err.print(f"no contest server configured: submitting to the database of this machine ({where}); "
+    """One line on stderr when this machine's own database is used (no contest server and no database
+    configured): a contestant whose login was lost must not believe they submitted to the contest. An
+    organiser who set ``KDT_GRADE_DATABASE_URL`` chose the database and is told nothing."""
+    if service.settings.database_url is not None:
+        return
+    err.print(f"no contest server configured: submitting to the database of this machine ({service.settings.db_url}); "
               "`kdt-grade login URL TOKEN` first to submit to the contest", markup=False, highlight=False,
               soft_wrap=True)
 

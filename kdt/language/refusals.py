@@ -5,7 +5,6 @@ Only the wording lives here: the front end decides what is refused and with whic
 prefixes the line and column.
 """
 import ast
-import difflib
 
 _OUTSIDE = "remove it, or check the condition outside the kernel in plain Python"
 _LOOP = "use a for i in range(n) loop"
@@ -116,11 +115,20 @@ def call(what: str, known: tuple[str, ...]) -> str:
     text = f"only kdt.<name>(...) calls are allowed in a kernel, not '{what}(...)'"
     if what == "print":
         return text + ": use kdt.print(tile, 'message') (it prints a tile's values when the kernel runs)"
-    close = difflib.get_close_matches(what.rsplit(".", 1)[-1], known, n=1)
+    close = _closest(what.rsplit(".", 1)[-1], known)
     return text + (f": did you mean kdt.{close[0]}(...)?" if close else "")
 
 
 def unknown_function(name: str, known: tuple[str, ...]) -> str:
     """The refusal of ``kdt.<name>`` that is no kdt function, with the closest known name if there is one."""
-    close = difflib.get_close_matches(name, known, n=1)
+    close = _closest(name, known)
     return f"unknown KDT function 'kdt.{name}'" + (f": did you mean kdt.{close[0]}?" if close else "")
+
+
+def _closest(name: str, known: tuple[str, ...]) -> list[str]:
+    """The one name of ``known`` closest to ``name`` (``difflib``), or none. Imported here, not at the top:
+    a module the front end imports is reachable from a submission as its attribute, and the audit allows
+    only the modules it lists."""
+    import difflib
+
+    return difflib.get_close_matches(name, known, n=1)
