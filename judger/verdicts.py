@@ -14,24 +14,39 @@ from typing import Any
 class Verdict(enum.StrEnum):
     """How a test point ended. Only ``AC`` scores above zero."""
 
-    AC = "AC"    # correct; scored by judger.scoring.point_score
-    WA = "WA"    # wrong output (the comparison's diagnostics are in the message)
-    CE = "CE"    # compile error, including a missing or failing get_kernel
-    RE = "RE"    # error at launch (out-of-bounds view, SPM overflow, shape or type error)
-    TLE = "TLE"  # the simulation passed its wall-clock limit
-    MLE = "MLE"  # memory limit of the grading process (set by the grading service)
-    SV = "SV"    # security violation: the audit or the sandbox stopped it (set by the grading service)
-    IE = "IE"    # internal error of the judge, detected by the judge; never the submission's fault
+    AC = "AC"
+    WA = "WA"
+    CE = "CE"
+    RE = "RE"
+    TLE = "TLE"
+    MLE = "MLE"
+    SV = "SV"
+    IE = "IE"
 
     @property
     def description(self) -> str:
-        return _DESCRIPTIONS[self]
+        """Its name in words ("wrong answer")."""
+        return _DESCRIPTIONS[self][0]
+
+    @property
+    def explanation(self) -> str:
+        """What it means for a contestant, in one sentence without the name (the rules list each)."""
+        return _DESCRIPTIONS[self][1]
 
 
+# Per verdict: (description, explanation). The explanations are the contestant's (the rules show them);
+# MLE and SV are set by the grading service, IE is detected by the judge itself.
 _DESCRIPTIONS = {
-    Verdict.AC: "accepted", Verdict.WA: "wrong answer", Verdict.CE: "compile error",
-    Verdict.RE: "runtime error", Verdict.TLE: "time limit exceeded", Verdict.MLE: "memory limit exceeded",
-    Verdict.SV: "security violation", Verdict.IE: "internal error",
+    Verdict.AC: ("accepted", "the output was correct in every trial; the point is scored by its cycles"),
+    Verdict.WA: ("wrong answer", "a trial's output differed from the reference beyond the tolerances (the "
+                                 "message gives the worst errors)"),
+    Verdict.CE: ("compile error", "the file, its get_kernel or the kernel's compilation failed"),
+    Verdict.RE: ("runtime error", "the launch failed (out-of-bounds view, SPM overflow, shape or type error)"),
+    Verdict.TLE: ("time limit exceeded", "a launch ran past the wall-clock time limit"),
+    Verdict.MLE: ("memory limit exceeded", "the grading process ran past its memory limit"),
+    Verdict.SV: ("security violation", "the audit or the sandbox stopped the submission"),
+    Verdict.IE: ("internal error", "the judge's own fault, never the submission's: the point is graded again, "
+                                   "never scored"),
 }
 
 VERDICTS = tuple(v.value for v in Verdict)

@@ -208,14 +208,21 @@ def rules_points_table(doc: dict) -> Table:
 
 
 def print_rules(doc: dict) -> None:
-    """What ``kdt-grade rules`` prints of a rules document: the scoring, a worked example, the ranking,
-    the tasks' test points and the contest's times and limits (every text through ``safe``)."""
+    """What ``kdt-grade rules`` prints of a rules document: the scoring, the trials, correctness, time limit
+    and verdicts, a worked example, the ranking, the tasks' test points and the contest's times and limits
+    (every text through ``safe``)."""
     scoring = doc["scoring"]
     name = doc["contest"].get("name")
     out.print(f"[bold]Rules{' of ' + safe(name) if name else ''}[/bold]\n")
     out.print(f"[bold]A test point:[/bold] {safe(doc['formula'])}")
     for key in ("point", "task", "total"):
         out.print(safe(scoring[key]))
+    out.print("\n[bold]Trials, correctness and the time limit:[/bold]")
+    for key in ("trials", "correct", "time_limit"):
+        out.print(safe(scoring[key]))
+    out.print("\n[bold]Verdicts:[/bold]")
+    for line in doc["verdicts"]:
+        out.print(safe(line["text"]))
     out.print(f"\n[bold]Example:[/bold] {safe(doc['example']['text'])}")
     out.print("\n[bold]Leaderboard:[/bold]")
     for key in ("leaderboard", "ties", "freeze"):

@@ -4,13 +4,15 @@ its threshold, the contest's times and submission limits, and a worked example.
 
 One document (``contestant_rules``) for the ``/rules`` page, ``GET /api/v1/rules`` and ``kdt-grade rules``,
 so the three say the same words and numbers. The numbers come from where they are defined: the formula
-and its inverse from ``judger.scoring``, the tasks and thresholds from ``judger.tasks``, the times and
+and its inverse from ``judger.scoring``, the tasks, thresholds, tolerances, trials and
+time limit from ``judger.tasks``, the verdicts from ``judger.verdicts``, the times and
 limits from ``grader.service.contest``; the sentences about ranking restate ``db.leaderboard``'s order.
 
 ``cycles_needed`` is the per-point "how many cycles for a better score" of the status document
 (``grader.service.queries``) and of ``kdt-grade local``.
 
-Public API: ``SCORE_LEVELS``, ``EXAMPLE``, ``cycles_needed``, ``point_cycles_for``, ``contestant_rules``.
+Public API: ``SCORE_LEVELS``, ``EXAMPLE``, ``cycles_needed``, ``point_cycles_for``, ``correctness_text``,
+``verdict_lines``, ``contestant_rules``.
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ from typing import Any
 
 from grader.display import utc_text
 from judger.scoring import cycles_for_score, point_score
-from judger.tasks import TASKS, TIMEOUT_S, TRIALS, get_point
+from judger.tasks import COS_DIFF_TOL, TASKS, TIMEOUT_S, TRIALS, get_point
 from judger.verdicts import Verdict
+from kdt.utils.allclose import REL_EPS
 
 from . import contest
 from .database import Database
@@ -40,9 +43,12 @@ SCORING = {
     "point": (f"A correct test point (verdict AC) with threshold T scores 100 if its cycles are at most T, else "
               f"10 + 90 * (T / cycles)^4: between 10 and 100, and twice T's cycles score 10 + 90/16 = 15.625. "
               f"Any other verdict ({', '.join(v.value for v in Verdict if v not in (Verdict.AC, Verdict.IE))}) "
-              f"scores 0. The cycles are those of the last of "
-              f"the {TRIALS} trials; a simulation that runs longer than {TIMEOUT_S:g} s of wall-clock time "
-              f"is TLE. IE is the judge's own fault and is graded again, never scored."),
+              f"scores 0."),
+    "trials": (f"Each test point runs {TRIALS} trials, each on different random inputs (the same inputs for "
+               f"every submission); it is AC only if every trial's output is correct. Its cycles are the same "
+               f"in every trial: timing never depends on the data."),
+    "time_limit": (f"Time limit: {TIMEOUT_S:g} s of wall-clock time per kernel launch (one trial) on the "
+                   f"judge's machine; a launch that runs longer is TLE."),
     "task": "A task's score is the mean of its test points' scores times its weight / 100.",
     "total": "The total is the sum of the four task scores: 100 at most.",
     "leaderboard": ("On the leaderboard each contestant has one row: their best whole submission, by its "
@@ -57,6 +63,48 @@ SCORING = {
     "thresholds": ("The thresholds are the contest handout's, unchanged. Task 1 point 0's 1,919,810 cycles "
                    "is as generous as it looks: every correct kernel below it scores 100 there."),
 }
+
+
+def _tolerances(task) -> dict[str, float]:
+    abs_tol, rel_tol = task.tolerances
+    return {"abs": abs_tol, "rel": rel_tol, "cos_diff": COS_DIFF_TOL}
+
+
+def _tolerance_groups() -> list[tuple[list[int], dict[str, float]]]:
+    """The tasks grouped by equal tolerances, in task order: ``[([task ids], tolerances)]``."""
+    groups: list[tuple[list[int], dict[str, float]]] = []
+    for task in TASKS.values():
+        tol = _tolerances(task)
+        same = next((ids for ids, other in groups if other == tol), None)
+        if same is None:
+            groups.append(([task.id], tol))
+        else:
+            same.append(task.id)
+    return groups
+
+
+def _task_ids_text(ids: list[int]) -> str:
+    if len(ids) == 1:
+        return f"task {ids[0]}"
+    return f"tasks {', '.join(map(str, ids[:-1]))} and {ids[-1]}"
+
+
+def correctness_text() -> str:
+    """When a trial's output is correct, with every task's tolerances as the judge
+    (``judger.grading.judge_compiled`` through ``kdt.utils.check_is_allclose``) applies them."""
+    per_task = "; ".join(f"{_task_ids_text(ids)}: abs_tol {tol['abs']:g}, rel_tol {tol['rel']:g}"
+                         for ids, tol in _tolerance_groups())
+    cos = COS_DIFF_TOL
+    return (f"A trial's output is correct when it has the reference's shape and dtype, inf and nan in the same "
+            f"places, every element (all of them: a 100% pass rate) has an absolute error |out - ref| below "
+            f"abs_tol or a relative error |out - ref| / (|ref| + {REL_EPS:g}) below rel_tol, and the cosine "
+            f"difference 1 - 2 * sum(out * ref) / sum(out^2 + ref^2) is at most {cos:g}. Tolerances: {per_task}.")
+
+
+def verdict_lines() -> list[dict[str, str]]:
+    """Every verdict in one line each, from ``judger.verdicts``: ``[{"verdict", "description", "text"}]``."""
+    return [{"verdict": v.value, "description": v.description,
+             "text": f"{v.value} ({v.description}): {v.explanation}."} for v in Verdict]
 
 
 def _step_target(score: float) -> float:
@@ -87,7 +135,7 @@ def _args_text(args: dict[str, int]) -> str:
 def _tasks() -> list[dict[str, Any]]:
     return [{"id": t.id, "name": t.name, "weight": t.weight, "num_sms": t.tpu["num_sms"],
              "load_store_latency": t.tpu["load_store_latency"], "spm_size": t.tpu["spm_size"],
-             "points": [{"index": p.index, "args": dict(p.task_args), "args_text": _args_text(p.task_args),
+             "tolerances": _tolerances(t), "points": [{"index": p.index, "args": dict(p.task_args), "args_text": _args_text(p.task_args),
                          "threshold": p.threshold, "cycles_for": point_cycles_for(p.threshold)}
                         for p in t.points]}
             for t in TASKS.values()]
@@ -145,8 +193,10 @@ def contestant_rules(database: Database, now: datetime | None = None) -> dict[st
     """The rules document: ``{"contest": {"name", "starts_at", "ends_at", "freeze_at" (ISO or None),
     "frozen", "limits": {"min_interval_seconds", "max_per_hour", "max_pending", "max_questions_per_hour"
     (None: no limit), "max_bytes"}}, "lines": [{"key", "label", "text"}], "formula", "scoring": {"point",
-    "task", "total", "leaderboard", "ties", "freeze", "thresholds"}, "score_levels", "step", "example",
-    "tasks": [{"id", "name", "weight", "num_sms", "load_store_latency", "spm_size" (bytes), "points":
+    "trials", "time_limit", "correct", "task", "total", "leaderboard", "ties", "freeze", "thresholds"},
+    "verdicts": [{"verdict", "description", "text"}], "score_levels", "step", "example",
+    "tasks": [{"id", "name", "weight", "num_sms", "load_store_latency", "spm_size" (bytes), "tolerances":
+    {"abs", "rel", "cos_diff"}, "points":
     [{"index", "args", "args_text", "threshold", "cycles_for": {score: cycles}}]}]}``, read now from the
     database (``contest.get_rules``) and the judger."""
     now = now or datetime.now(UTC)
@@ -160,6 +210,6 @@ def contestant_rules(database: Database, now: datetime | None = None) -> dict[st
                                "max_pending": rules.max_pending,
                                "max_questions_per_hour": rules.max_questions_per_hour, "max_bytes": max_bytes}},
         "lines": _lines(rules, max_bytes, now),
-        "formula": FORMULA, "scoring": dict(SCORING), "score_levels": list(SCORE_LEVELS), "step": STEP,
+        "formula": FORMULA, "scoring": {**SCORING, "correct": correctness_text()}, "verdicts": verdict_lines(), "score_levels": list(SCORE_LEVELS), "step": STEP,
         "example": example(), "tasks": _tasks(),
     }

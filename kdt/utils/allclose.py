@@ -24,6 +24,9 @@ def check_is_allclose(name: str, ans: torch.Tensor, ref: torch.Tensor, abs_tol: 
     return _compare(name, a, r, abs_tol, rel_tol, cos_diff_tol, out)
 
 
+REL_EPS = 1e-6
+"""An element's relative error is ``|ans - ref| / (|ref| + REL_EPS)``: the epsilon keeps it finite at 0."""
+
 # Tolerances from which on the quick check applies: clearly positive, also as float32.
 _MIN_TOL = 1e-30
 
@@ -48,7 +51,7 @@ def _passes_quickly(a, r, abs_tol, rel_tol, cos_diff_tol) -> bool:
     small = diff < abs_tol
     if not bool(small.all()):
         big = ~small
-        rel = diff[big] / (r[big].abs() + 1e-6)
+        rel = diff[big] / (r[big].abs() + REL_EPS)
         if not bool((rel < rel_tol).all()):
             return False
     return abs(_cos_diff(a, r)) <= cos_diff_tol
@@ -79,7 +82,7 @@ def _compare(name, a, r, abs_tol, rel_tol, cos_diff_tol, out) -> bool:
         a[ma] = 0
         r[mr] = 0
     diff = (a - r).abs()
-    rel = diff / (r.abs() + 1e-6)
+    rel = diff / (r.abs() + REL_EPS)
     rel_err = torch.where(diff < abs_tol, torch.zeros_like(rel), rel)
     abs_err = torch.where(rel < rel_tol, torch.zeros_like(diff), diff)
     ok = (abs_err < abs_tol) | (rel_err < rel_tol)

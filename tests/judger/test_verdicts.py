@@ -10,6 +10,8 @@ def test_verdicts():
     assert VERDICTS == ("AC", "WA", "CE", "RE", "TLE", "MLE", "SV", "IE")
     assert Verdict("TLE") is Verdict.TLE and Verdict.TLE == "TLE"
     assert all(v.description for v in Verdict)
+    assert (Verdict.WA.description, Verdict.TLE.explanation) == (
+        "wrong answer", "a launch ran past the wall-clock time limit")
 
 
 def test_round_trip_through_json():

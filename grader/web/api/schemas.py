@@ -172,6 +172,21 @@ class RulesPoint(BaseModel):
     cycles_for: dict[str, int] = Field(description="score -> the most cycles that score at least it")
 
 
+class RulesTolerances(BaseModel):
+    """What a trial's output must meet to be correct (`kdt.utils.check_is_allclose`): every element within
+    `abs` or `rel`, and the cosine difference at most `cos_diff`."""
+
+    abs: float
+    rel: float
+    cos_diff: float
+
+
+class RulesVerdict(BaseModel):
+    verdict: str
+    description: str
+    text: str = Field(description="the verdict and what it means, in one line")
+
+
 class RulesTask(BaseModel):
     id: int
     name: str
@@ -179,11 +194,15 @@ class RulesTask(BaseModel):
     num_sms: int
     load_store_latency: int
     spm_size: int = Field(description="bytes")
+    tolerances: RulesTolerances
     points: list[RulesPoint]
 
 
 class RulesScoring(BaseModel):
     point: str
+    trials: str
+    time_limit: str
+    correct: str
     task: str
     total: str
     leaderboard: str
@@ -194,12 +213,13 @@ class RulesScoring(BaseModel):
 
 class ContestantRules(BaseModel):
     """The rules as a contestant reads them (`grader.service.rules_text.contestant_rules`): the scoring,
-    the ranking, every task and test point with its threshold, the contest's times and limits."""
+    the trials, tolerances, time limit and verdicts, the ranking, every task and test point with its threshold, the contest's times and limits."""
 
     contest: RulesContest
     lines: list[RuleLine]
     formula: str
     scoring: RulesScoring
+    verdicts: list[RulesVerdict]
     score_levels: list[int]
     step: int
     example: RulesExample

@@ -52,6 +52,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from grader.config import Settings
+from grader.display import count_text
 
 from .upload import MULTIPART_OVERHEAD
 
@@ -96,7 +97,7 @@ LENGTH_REQUIRED = _Refused(411, "length_required", "a form must be sent with a C
 
 
 def _too_large(limit: int) -> _Refused:
-    return _Refused(413, "too_large", f"the request body is larger than this server's limit of {limit} bytes; "
+    return _Refused(413, "too_large", f"the request body is larger than this server's limit of {count_text(limit)} bytes; "
                                       "nothing was read or stored")
 
 

@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import ClientDisconnect
 
+from grader.display import count_text
 from grader.refusals import BadRequest, TooLarge
 
 MULTIPART_OVERHEAD = 16 * 1024  # boundaries, part headers, a few small fields
@@ -21,7 +22,7 @@ FIELD = "file"
 
 
 def _too_large(max_bytes: int) -> TooLarge:
-    return TooLarge(f"the upload is larger than the limit of {max_bytes} bytes for a submission; "
+    return TooLarge(f"the upload is larger than the limit of {count_text(max_bytes)} bytes for a submission; "
                     "nothing was stored")
 
 

@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from grader.judging import trace_record
 from grader.judging.pipeline import Rejected
+from grader.display import count_text
 from grader.refusals import NotFound, Refusal
 from grader.service import contest, glance, queries, submission_limits, visibility
 from grader.web.http import admission, cookie_session as session
@@ -41,7 +42,8 @@ def _submit_page(request: Request, account, status: int = 200, error: str | None
     now = datetime.now(UTC)
     allowance = views.allowance_view(submission_limits.allowance(service, account.id, now), now)
     return page(request, "submit.html", status, account=account, rules=rules, allowance=allowance, error=error,
-                limit_lines=views.limit_lines(rules), max_bytes=service.settings.submission_max_bytes)
+                limit_lines=views.limit_lines(rules),
+                max_bytes_text=count_text(service.settings.submission_max_bytes))
 
 
 @router.get("/submit")

@@ -19,13 +19,13 @@
   before stall reasons existed draws none of this;
 - the unit utilisations of the traced jobs beside the lanes (``Profile.summary()``);
 - the point's threshold (the most cycles that score 100), when given: the top line says how the
-  launch's cycles stand to it (``threshold_text``), and a dashed line (``<line class="tl-threshold"
-  data-cycles>``, labelled) marks it on the lanes when the job started at cycle 0 and on the
+  launch's cycles stand to it (``threshold_text``, the picture's one statement of it), and a dashed line
+  (``<line class="tl-threshold" data-cycles>``, labelled only "for 100") marks it on the lanes when the job started at cycle 0 and on the
   placement's launch axis, wherever it falls inside the drawn range (never off-scale);
 - below, the job -> SM placement of the whole launch, the drawn job highlighted: up to
   ``LABELLED_SMS`` SMs one row per SM with one bar per job; more SMs (tasks 2 and 3 have 32) a strip
   of how many SMs are busy over the launch (``<path class="tl-occ">``) above a grid of SM cells
-  (``<rect class="tl-cell" data-sm data-jobs data-busy>``, the SM's number and job count, darker when
+  (``<rect class="tl-cell" data-sm data-jobs data-busy>``, two lines: "SM 3" and "2 jobs", darker when
   busier), ``SM_COLUMNS`` cells a row;
 - with ``source_url`` (the submission page's address), every source line the picture names (the bars,
   the critical path's segments, the lines that hold others up) is a link to ``source_url#L-N``, the
@@ -50,6 +50,7 @@ import numpy as np
 
 from kdt.simulator import explain
 
+from grader.display import count_text
 from grader.judging.trace_record import job_trace, traced_jobs
 
 X0 = 48.0            # left gutter for lane names, pixels
@@ -69,11 +70,12 @@ SM_ROW = 6.0         # placement row height with more than LABELLED_SMS SMs (els
 SM_ROW_WIDE = 11.0
 LABELLED_SMS = 8     # up to this many SMs, one labelled row per SM; more: the busy strip and the SM grid
 SM_COLUMNS = 16      # SM cells in a row of the grid
-CELL_HEIGHT = 16.0
+CELL_HEIGHT = 24.0   # two lines: "SM 3" over "2 jobs" (a bare "3: 2" read as "job 3 on SM 2")
 OCC_HEIGHT = 22.0    # the strip of busy SMs over the launch
 OCC_BUCKETS = 200    # its resolution: the launch in this many equal spans (4 pixels each)
 LABEL_ROW = 12.0     # the threshold's label above the placement, when it is drawn there
 LANES = ("ISU", "MEM", "VXM", "MXM")
+MARK_LABEL = "for 100"  # the dashed threshold lines' label
 _LANE_OF_UNIT = {"FREE": "ISU", "MEM": "MEM", "VXM": "VXM", "MXM": "MXM"}
 
 _STYLE = (
@@ -298,14 +300,14 @@ def _threshold_head(record: dict, job: int, threshold: int | None, scale: float,
 
 def _threshold_mark(threshold: int, scale: float, top: float, bottom: float, label_y: float) -> list[str]:
     """A dashed vertical line at cycle ``threshold`` from ``top`` to ``bottom`` (pixels) and its label at
-    ``label_y``, on the side of the line with more room."""
+    ``label_y``, on the side of the line with more room. The label only names the line ("for 100"): the
+    threshold's number is said once, in the top line, and in the line's hover text."""
     x = X0 + threshold * scale
     left = x > X0 + PLOT_WIDTH / 2
-    label = f"threshold for 100: {threshold:,}"
     return [f'<line class="tl-threshold" data-cycles="{threshold}" x1="{x:.2f}" y1="{top:.2f}" x2="{x:.2f}" '
-            f'y2="{bottom:.2f}"><title>{label} cycles</title></line>',
+            f'y2="{bottom:.2f}"><title>threshold for 100: {count_text(threshold)} cycles</title></line>',
             f'<text class="tl-threshold-label" x="{x - 4 if left else x + 4:.2f}" y="{label_y:.2f}" '
-            f'text-anchor="{"end" if left else "start"}">{label}</text>']
+            f'text-anchor="{"end" if left else "start"}">{MARK_LABEL}</text>']
 
 
 def _sm_row(sms: int) -> float:
@@ -365,7 +367,7 @@ def _axis(span: int, scale: float, bottom: float) -> list[str]:
     for cycle in range(0, span + 1, step):
         x = X0 + cycle * scale
         out.append(f'<line class="tl-axis" x1="{x:.2f}" y1="{AXIS_HEIGHT - 6}" x2="{x:.2f}" y2="{bottom:.2f}"/>'
-                   f'<text class="tl-small" x="{x:.2f}" y="{AXIS_HEIGHT - 9}" text-anchor="middle">{cycle}</text>')
+                   f'<text class="tl-small" x="{x:.2f}" y="{AXIS_HEIGHT - 9}" text-anchor="middle">{count_text(cycle)}</text>')
     return out
 
 
@@ -507,8 +509,8 @@ def _sm_grid(record: dict, job: int, y: float, cycles: int) -> list[str]:
         busy[sm] = busy.get(sm, 0) + length
     mine = runs[job][0] if job < len(runs) else None
     width = PLOT_WIDTH / SM_COLUMNS
-    out = [f'<text class="tl-small" x="4" y="{y + 12:.2f}">SM: jobs</text>',
-           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 12:.2f}">each SM: its jobs;</text>',
+    out = [f'<text class="tl-small" x="4" y="{y + 12:.2f}">SMs</text>',
+           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 12:.2f}">each cell: an SM, its jobs;</text>',
            f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 24:.2f}">darker: busier</text>']
     for sm in range(sms):
         x, top = X0 + (sm % SM_COLUMNS) * width, y + (sm // SM_COLUMNS) * CELL_HEIGHT
@@ -520,6 +522,7 @@ def _sm_grid(record: dict, job: int, y: float, cycles: int) -> list[str]:
         out.append(f'<rect class="{cls}" data-sm="{sm}" data-jobs="{len(jobs[sm])}" data-busy="{busy[sm]}" '
                    f'x="{x:.2f}" y="{top:.2f}" width="{width:.2f}" height="{CELL_HEIGHT:.2f}" '
                    f'fill-opacity="{0.08 + 0.5 * min(share, 1.0):.2f}"><title>{escape(title)}</title></rect>'
-                   f'<text class="tl-cell-text" x="{x + width / 2:.2f}" y="{top + 12:.2f}" text-anchor="middle">'
-                   f'{sm}: {len(jobs[sm])}</text>')
+                   f'<text class="tl-cell-text" x="{x + width / 2:.2f}" y="{top + 10:.2f}" text-anchor="middle">'
+                   f'SM {sm}</text><text class="tl-cell-text" x="{x + width / 2:.2f}" y="{top + 21:.2f}" '
+                   f'text-anchor="middle">{_count(len(jobs[sm]), "job")}</text>')
     return out

@@ -12,7 +12,8 @@ import pytest
 from grader.service import contest
 from grader.service.rules_text import contestant_rules, cycles_needed
 from judger.scoring import cycles_for_score, point_score
-from judger.tasks import TASKS
+from judger.tasks import COS_DIFF_TOL, TASKS, TIMEOUT_S, TRIALS
+from judger.verdicts import VERDICTS
 from service_testlib import EXAMPLES, clean_env, run_cli
 
 BASELINE = EXAMPLES / "baseline.py"
@@ -45,6 +46,46 @@ def test_the_rules_give_the_judgers_tasks_weights_and_thresholds(make_deployment
             for level, cycles in p["cycles_for"].items():
                 assert point_score(cycles, p["threshold"]) >= int(level) > point_score(cycles + 1, p["threshold"])
     assert doc["tasks"][0]["points"][1]["cycles_for"] == {"90": 11328, "75": 11932, "50": 13472, "25": 17215}
+
+
+def test_the_rules_spell_out_verdicts_tolerances_trials_and_time_limit(make_deployment):
+    doc = contestant_rules(make_deployment().service)
+    assert [v["text"] for v in doc["verdicts"]] == [
+        "AC (accepted): the output was correct in every trial; the point is scored by its cycles.",
+        "WA (wrong answer): a trial's output differed from the reference beyond the tolerances (the message "
+        "gives the worst errors).",
+        "CE (compile error): the file, its get_kernel or the kernel's compilation failed.",
+        "RE (runtime error): the launch failed (out-of-bounds view, SPM overflow, shape or type error).",
+        "TLE (time limit exceeded): a launch ran past the wall-clock time limit.",
+        "MLE (memory limit exceeded): the grading process ran past its memory limit.",
+        "SV (security violation): the audit or the sandbox stopped the submission.",
+        "IE (internal error): the judge's own fault, never the submission's: the point is graded again, "
+        "never scored."]
+    assert [v["verdict"] for v in doc["verdicts"]] == list(VERDICTS)
+    # the judge's own tolerances (judger.tasks, judger.grading), so the page and the judge cannot disagree
+    assert [t["tolerances"] for t in doc["tasks"]] == [
+        {"abs": t.tolerances[0], "rel": t.tolerances[1], "cos_diff": COS_DIFF_TOL} for t in TASKS.values()]
+    assert [tuple(t["tolerances"].values()) for t in doc["tasks"]] == [
+        (1e-5, 1e-5, 1e-7), (1e-5, 2e-3, 1e-7), (1e-5, 2e-3, 1e-7), (1e-5, 2e-3, 1e-7)]
+    assert doc["scoring"]["correct"] == (
+        "A trial's output is correct when it has the reference's shape and dtype, inf and nan in the same "
+        "places, every element (all of them: a 100% pass rate) has an absolute error |out - ref| below abs_tol "
+        "or a relative error |out - ref| / (|ref| + 1e-06) below rel_tol, and the cosine difference "
+        "1 - 2 * sum(out * ref) / sum(out^2 + ref^2) is at most 1e-07. Tolerances: task 1: abs_tol 1e-05, "
+        "rel_tol 1e-05; tasks 2, 3 and 4: abs_tol 1e-05, rel_tol 0.002.")
+    assert doc["scoring"]["trials"] == (
+        "Each test point runs 3 trials, each on different random inputs (the same inputs for every "
+        "submission); it is AC only if every trial's output is correct. Its cycles are the same in every "
+        "trial: timing never depends on the data.")
+    assert TRIALS == 3 and TIMEOUT_S == 20.0
+    assert doc["scoring"]["time_limit"] == (
+        "Time limit: 20 s of wall-clock time per kernel launch (one trial) on the judge's machine; a launch "
+        "that runs longer is TLE.")
+    assert doc["scoring"]["point"] == (
+        "A correct test point (verdict AC) with threshold T scores 100 if its cycles are at most T, else "
+        "10 + 90 * (T / cycles)^4: between 10 and 100, and twice T's cycles score 10 + 90/16 = 15.625. "
+        "Any other verdict (WA, CE, RE, TLE, MLE, SV) scores 0.")
+    assert "last of" not in json.dumps(doc)
 
 
 def test_the_worked_example_is_the_formula_redone_by_hand(make_deployment):
@@ -136,6 +177,11 @@ def test_the_rules_command_locally(make_deployment):
     text = deployment.cli("rules").stdout
     assert "A test point: score = 100 if cycles <= T, else 10 + 90 * (T / cycles) ** 4" in text
     assert "= 10 + 90 / 1.25^4 = 46.86;" in text
+    flat = " ".join(text.split())  # the terminal wraps long lines
+    for line in [*(v["text"] for v in expected["verdicts"]),
+                 *(expected["scoring"][key] for key in ("trials", "correct", "time_limit"))]:
+        assert " ".join(line.split()) in flat, line
+    assert "Verdicts:\nAC (accepted): the output was correct in every trial;" in text
     rows = {line.split("│")[5].strip(): line for line in text.splitlines() if line.count("│") == 11}
     assert [cell.strip() for cell in rows["N=16384"].strip("│ ").split("│")] == [
         "1", "vector add", "10", "0", "N=16384", "1,919,810", "1,977,180", "2,082,526", "2,351,277", "3,004,665"]

@@ -134,7 +134,8 @@ def test_the_scoreboard_colours_its_cells_and_keeps_them_in_a_live_update(server
 def test_phone_layouts_keep_the_essential_columns_on_screen(server, browser):
     """At 390 x 844: the scoreboard's rank, name and total of every row are on screen (the task columns
     scroll between them, with the cue; the page itself does not scroll sideways); a submission's verdict,
-    score and message are on screen for every test point, the message wrapped; the timeline's frame keeps
+    score and message are on screen for every test point, the message wrapped, and so are its four task
+    scores with their headers (wrapped, not cut off); the timeline's frame keeps
     the picture's width and scrolls sideways inside its box, with the cue."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     alice = server.add_user("alice", display_name="Alice with a rather long display name")
@@ -166,6 +167,13 @@ def test_phone_layouts_keep_the_essential_columns_on_screen(server, browser):
     page = log_in(browser, server, alice, **PHONE)
     page.goto(f"{server.url}/submissions/{mine}")
     state = api_status(server, alice, mine)
+    # the task scores fit the screen: every task's header and score, nothing to scroll sideways
+    tasks = page.locator("#task-scores")
+    assert tasks.evaluate("t => t.parentElement.scrollWidth <= t.parentElement.clientWidth")
+    for task in TASKS.values():
+        assert inside(page, page.locator(f'td[data-task-score="{task.id}"]')), task.id
+        header = tasks.locator("th").nth(task.id - 1)
+        assert inside(page, header) and header.inner_text() == f"Task {task.id}: {task.name} ({task.weight})"
     assert any(p["message"] for p in state["points"])
     for p in state["points"]:
         row = page.locator(f"#pt-{p['task']}-{p['point']}")

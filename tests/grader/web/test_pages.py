@@ -148,6 +148,7 @@ def test_submit_page_shows_and_enforces_the_limits(server):
     form = client.get("/submit").text
     assert "You may submit now." in form and "At most one submission every 1 h 00 min." in form
     assert "At most 5 submissions in any hour." in form
+    assert "<li>File size: at most 1,048,576 bytes.</li>" in form  # as the Rules page writes it
     assert submit_page(client).status_code == 303
     form = client.get("/submit").text
     assert "Not now:" in form and re.search(r"next submission allowed in (59 min \d\d s|1 h 00 min)", form)

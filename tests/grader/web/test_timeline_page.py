@@ -90,7 +90,14 @@ def test_the_threshold_is_marked_on_the_lanes_and_the_launch_and_said_in_words(g
     assert point(graded[3], 2, 0)["threshold_note"] == said  # also above the picture, where a phone shows it
     lanes = round(timeline.X0 + 23272 * float(root.get("data-scale")), 2)
     launch = round(timeline.X0 + 23272 * timeline.PLOT_WIDTH / 31491, 2)
-    assert xs == [lanes, launch] and labels == ["threshold for 100: 23,272"] * 2
+    assert xs == [lanes, launch] and labels == ["for 100"] * 2  # the number is said once, in the top line
+    texts = [t.text or "" for t in root.iter(f"{SVG}text")]
+    assert sum("23,272" in t for t in texts) == 1 and sum("threshold" in t for t in texts) == 1
+    hovers = [m.find(f"{SVG}title").text for m in root.iter(f"{SVG}line") if m.get("class") == "tl-threshold"]
+    assert hovers == ["threshold for 100: 23,272 cycles"] * 2
+    # the cycle axis's numbers with thousands separators
+    ticks = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "tl-small" and t.get("text-anchor") == "middle"]
+    assert ticks == ["0", "5,000", "10,000", "15,000", "20,000", "25,000", "30,000"]
 
 
 def test_a_threshold_beyond_the_jobs_lanes_is_marked_on_the_launch_only(graded):
@@ -120,7 +127,9 @@ def test_32_sms_are_a_compact_grid_of_cells(graded):
     assert {float(c.get("y")) for c in cells} == {float(cells[0].get("y")), float(cells[0].get("y")) + timeline.CELL_HEIGHT}
     assert [c.get("class") for c in cells].count("tl-cell tl-cell-job") == 1 and "tl-cell-job" in cells[0].get("class")
     assert cells[0].find(f"{SVG}title").text == "SM 0: 1 job (0), busy 31,491 of 31,491 cycles (100.0%)"
-    assert [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "tl-cell-text"][:3] == ["0: 1", "1: 1", "2: 1"]
+    # each cell says which number is which: "SM 0" over "1 job" (not "0: 1", read as "job 0 on SM 1")
+    assert [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "tl-cell-text"][:4] == [
+        "SM 0", "1 job", "SM 1", "1 job"]
     assert not [r for r in root.iter(f"{SVG}rect") if r.get("class") == "tl-job"]  # no per-SM rows any more
     assert root.find(f".//{SVG}path[@class='tl-occ']") is not None
     placement_top = next(float(t.get("y")) for t in root.iter(f"{SVG}text") if (t.text or "").startswith("placement:"))
