@@ -1,5 +1,5 @@
 """The organisers' API (``/api/v1/admin``, an admin token needed): every submission, rejudge, users,
-the contest rules, freeze and unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
+the grading queue and the workers seen, the contest rules, freeze and unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -7,14 +7,14 @@ from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from grader.refusals import NotFound
-from grader.service import accounts, contest, search, visibility
+from grader.service import accounts, contest, queries, search, visibility
 from grader.service.accounts import Account
 from grader.service.rows import plain_rows
 from grader.web.http.auth import admin_account
 from grader.web.http.error_responses import error_responses
 
 from .contestant import SOURCE_RESPONSES, SubmissionId
-from .schemas import Rejudged, RejudgeRequest, Rules, RulesChange, Status, SubmissionRow
+from .schemas import GradingQueue, Rejudged, RejudgeRequest, Rules, RulesChange, Status, SubmissionRow, WorkerSeen
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"], dependencies=[Depends(admin_account)],
                    responses=error_responses(401, 403, 503))
@@ -65,6 +65,19 @@ async def rejudge(request: Request, body: RejudgeRequest) -> dict:
     except LookupError as exc:
         raise NotFound(f"{exc}; nothing was rejudged") from None
     return {"ids": ids}
+
+
+@router.get("/queue", response_model=GradingQueue)
+def grading_queue(request: Request) -> dict:
+    """The grading queue, as the admin page shows it: how many test points wait for a worker, and every
+    running one with its worker, age and whether it is stuck."""
+    return queries.grading_queue(request.app.state.service)
+
+
+@router.get("/workers", response_model=list[WorkerSeen])
+def workers(request: Request) -> list[dict]:
+    """The workers seen in the last minutes (claimed or finished a test point), most recently seen first."""
+    return queries.recent_workers(request.app.state.service)
 
 
 @router.get("/users")

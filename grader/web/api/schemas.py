@@ -269,6 +269,35 @@ class Rejudged(BaseModel):
     ids: list[int]
 
 
+class RunningPoint(BaseModel):
+    """A test point a worker has claimed and not finished (``grader.service.queries.grading_queue``)."""
+    submission_id: int
+    task: int
+    point: int
+    attempts: int
+    started_at: str | None = Field(description="ISO 8601 with its offset")
+    worker: str | None
+    age_seconds: float = Field(description="seconds since it was claimed")
+    stuck: bool = Field(description="it has run longer than stuck_after")
+
+
+class GradingQueue(BaseModel):
+    """The grading queue now: test points nobody claimed yet, and those running."""
+    queued: int
+    running: list[RunningPoint]
+    stuck_after: float = Field(description="seconds after which a running point counts as stuck "
+                                           "(KDT_GRADE_STUCK_AFTER_SECONDS)")
+
+
+class WorkerSeen(BaseModel):
+    """A worker that claimed or finished a test point lately (``grader.service.queries.recent_workers``)."""
+    name: str
+    last_seen: str = Field(description="ISO 8601 with its offset")
+    age_seconds: float
+    graded: int = Field(description="test points it finished in the window")
+    running: int = Field(description="test points it has claimed and not finished")
+
+
 # ---- contest communication (grader.service.messages) -----------------------------------------------
 
 class AskRequest(BaseModel):

@@ -82,7 +82,7 @@ def test_the_api_reference_page_lists_every_operation_and_loads_nothing_from_els
     assert "default-src 'self'" in response.headers["content-security-policy"]
     html = response.text
     operations = [(m.upper(), p) for p, item in document["paths"].items() for m in item]
-    assert len(operations) == 24
+    assert len(operations) == 26
     for method, path in operations:
         assert f"<b>{method}</b> {path}</code>" in html, (method, path)
     assert re.findall(r'(?:src|href)="(?!/)[^"]*"', html) == []  # only this server's own paths
@@ -98,3 +98,34 @@ def test_the_api_reference_page_lists_every_operation_and_loads_nothing_from_els
     assert "<td>token (optional)</td>" in contest
     rejudge = html.split("<b>POST</b> /api/v1/admin/rejudge</code>")[1].split("</tr>")[0]
     assert "<td>admin</td>" in rejudge
+
+
+def test_the_admin_api_shows_the_grading_queue_and_the_workers(broker_server):
+    """``GET /api/v1/admin/queue`` and ``/workers`` answer what the admin page shows (the service's
+    queries), to organisers only. No worker runs here: a submission waits; a claim made as a worker would
+    make it is a running point, and its worker is seen."""
+    import httpx
+
+    import db
+    from grader.service import queries
+    from weblib import VADD_ONLY, submit
+
+    server = broker_server
+    service = server.deployment.service
+    organiser, contestant = add_user(server.deployment, "queue-admin", admin=True), add_user(
+        server.deployment, "queue-user")
+    with server.client(contestant) as client:
+        assert client.get("/admin/queue").status_code == 403 and client.get("/admin/workers").status_code == 403
+        submission_id = submit(client, VADD_ONLY, "queued.py").json()["id"]
+    assert httpx.get(f"{server.url}/api/v1/admin/queue", timeout=30).status_code == 401
+    with service.session() as session:
+        assert db.claim_attempt(session, submission_id, 1, 0, "w1@test") == 1
+    with server.client(organiser) as client:
+        queue, seen = client.get("/admin/queue"), client.get("/admin/workers")
+    assert queue.status_code == 200 and seen.status_code == 200
+    expected = queries.grading_queue(service)
+    running = [p for p in queue.json()["running"] if p["submission_id"] == submission_id]
+    assert [(p["task"], p["point"], p["worker"], p["attempts"], p["stuck"]) for p in running] == [
+        (1, 0, "w1@test", 1, False)]
+    assert queue.json()["queued"] == expected["queued"] and queue.json()["stuck_after"] == expected["stuck_after"]
+    assert [(w["name"], w["graded"], w["running"]) for w in seen.json()] == [("w1@test", 0, 1)]
