@@ -1,6 +1,7 @@
 """How numbers and times are written for people, the same on the pages and in the ``kdt-grade`` tables:
 cycles and other counts with thousands separators (``21,248``), times in UTC saying so
-(``2026-12-05 14:03:12 UTC``); and which characters a name people set may not hold (``hidden_characters``). A foundation module (no imports of ours), so the client commands use it
+(``2026-12-05 14:03:12 UTC``); and which characters a name people set may not hold
+(``hidden_characters``). A foundation module (no imports of ours), so the client commands use it
 without loading the service. Machine-readable output (JSON, CSV) keeps the raw values.
 """
 from __future__ import annotations

@@ -65,7 +65,8 @@ def show(submission_id: int, source: bool, as_json: bool) -> None:
     if as_json:
         dump_json({**state, **({"source": text} if source else {})})
         return
-    out.print(f"submission {state['id']}: {safe(state['file_name'])} by {safe(state['user'])}, {when(state['created'])}, "
+    out.print(f"submission {state['id']}: {safe(state['file_name'])} by {safe(state['user'])}, "
+              f"{when(state['created'])}, "
               f"sha256 {state['sha256']}, status {state['status']}")
     show_result(state, "results")
     table = Table(title="grading", title_justify="left")

@@ -43,8 +43,8 @@ def _setting(key: str):
               help="Clarification requests per user in any hour.")
 def set_(name, start, end, freeze, min_interval, max_per_hour, max_pending, max_questions_per_hour) -> None:
     """Change the given rules (others stay; `none` clears one: no limit) and show them."""
-    given = {"name": name, "starts_at": start, "ends_at": end, "freeze_at": freeze, "min_interval_seconds": min_interval,
-             "max_per_hour": max_per_hour, "max_pending": max_pending,
+    given = {"name": name, "starts_at": start, "ends_at": end, "freeze_at": freeze,
+             "min_interval_seconds": min_interval, "max_per_hour": max_per_hour, "max_pending": max_pending,
              "max_questions_per_hour": max_questions_per_hour}
     changes = {k: v for k, v in given.items() if v is not ...}
     if not changes:

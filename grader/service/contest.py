@@ -21,8 +21,8 @@ set`` or the admin API; read by the server for each submission:
 What the window and the limits refuse is ``grader.service.submission_limits``; what the freeze hides,
 ``grader.service.standings``.
 
-Public API: ``Rules``, ``parse_time``, ``parse_setting``, ``get_rules``, ``set_rules``, ``set_rules_from_text``,
-``freeze_now``, ``unfreeze``.
+Public API: ``Rules``, ``parse_time``, ``parse_setting``, ``setting_text``, ``get_rules``, ``set_rules``,
+``set_rules_from_text``, ``freeze_now``, ``unfreeze``.
 """
 from __future__ import annotations
 
@@ -127,6 +127,22 @@ def parse_setting(key: str, text: str) -> Any:
     except ValueError:
         whole = "a whole number" if kind is int else "a number"
         raise BadRequest(f"expected {whole} or `none`, got {text!r}") from None
+
+
+def setting_text(value) -> str:
+    """A stored setting as a form shows it, ``parse_setting``'s inverse (reading the text back gives the same
+    value): a time in ISO 8601 (UTC, to the minute, second or microsecond it needs), a number without a
+    needless ``.0``, '' for none."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        # as exact as stored: the text read back must be the same value, or saving the form would
+        # change it (and a changed freeze time freezes the board again)
+        spec = "microseconds" if value.microsecond else "seconds" if value.second else "minutes"
+        return value.astimezone(UTC).isoformat(timespec=spec)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
 
 
 def set_rules_from_text(database: Database, texts: dict[str, str]) -> tuple[Rules, list[str]]:

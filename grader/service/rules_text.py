@@ -135,7 +135,8 @@ def _args_text(args: dict[str, int]) -> str:
 def _tasks() -> list[dict[str, Any]]:
     return [{"id": t.id, "name": t.name, "weight": t.weight, "num_sms": t.tpu["num_sms"],
              "load_store_latency": t.tpu["load_store_latency"], "spm_size": t.tpu["spm_size"],
-             "tolerances": _tolerances(t), "points": [{"index": p.index, "args": dict(p.task_args), "args_text": _args_text(p.task_args),
+             "tolerances": _tolerances(t),
+             "points": [{"index": p.index, "args": dict(p.task_args), "args_text": _args_text(p.task_args),
                          "threshold": p.threshold, "cycles_for": point_cycles_for(p.threshold)}
                         for p in t.points]}
             for t in TASKS.values()]
@@ -210,6 +211,7 @@ def contestant_rules(database: Database, now: datetime | None = None) -> dict[st
                                "max_pending": rules.max_pending,
                                "max_questions_per_hour": rules.max_questions_per_hour, "max_bytes": max_bytes}},
         "lines": _lines(rules, max_bytes, now),
-        "formula": FORMULA, "scoring": {**SCORING, "correct": correctness_text()}, "verdicts": verdict_lines(), "score_levels": list(SCORE_LEVELS), "step": STEP,
+        "formula": FORMULA, "scoring": {**SCORING, "correct": correctness_text()}, "verdicts": verdict_lines(),
+        "score_levels": list(SCORE_LEVELS), "step": STEP,
         "example": example(), "tasks": _tasks(),
     }

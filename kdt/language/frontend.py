@@ -28,7 +28,8 @@ _AST_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "
 _AST_UNOPS = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not"}
 _AST_BOOLOPS = {ast.And: "and", ast.Or: "or"}
 _VIEW_FUNCS = ("slice", "squeeze", "unsqueeze", "broadcast_to", "transpose")
-_KDT_FUNCTIONS = (*OPS, *_VIEW_FUNCS, "alloc_spm", "get_job_id")  # what a kernel may call, for suggestions
+_BUILDER_FUNCS = (*_VIEW_FUNCS, "alloc_spm", "get_job_id")  # the kdt functions that are not instructions
+_KDT_FUNCTIONS = (*OPS, *_BUILDER_FUNCS)  # what a kernel may call, for suggestions
 # Constant instruction arguments the handout resolves with its narrow reader (spec §2); ``dim`` arguments
 # go through ``dim_arg`` and alloc_spm's ``init_value`` through ``call_alloc_spm``.
 _RESOLVED_CONSTS = ("value", "print_only_if_job0")
@@ -468,8 +469,7 @@ class KernelBuilder(ast.NodeVisitor):
                 raise self.error(E.TypeError, node, f"kdt.{name} is an instruction and returns no value")
             self.instruction(name, node)
             return None
-        handler = getattr(self, f"call_{name}", None) if name in _VIEW_FUNCS + ("alloc_spm", "get_job_id") \
-            else None
+        handler = getattr(self, f"call_{name}", None) if name in _BUILDER_FUNCS else None
         if handler is None:
             raise self.error(E.SyntaxError, node, refusals.unknown_function(name, _KDT_FUNCTIONS))
         return handler(node)

@@ -1,5 +1,6 @@
 """The organisers' API (``/api/v1/admin``, an admin token needed): every submission, rejudge, users,
-the grading queue and the workers seen, the contest rules, freeze and unfreeze. Thin over ``Service``, ``grader.service.contest`` and ``grader.service.accounts``."""
+the grading queue and the workers seen, the contest rules, freeze and unfreeze. Thin over ``Service``,
+``grader.service.queries``, ``grader.service.contest`` and ``grader.service.accounts``."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response

@@ -71,7 +71,8 @@ DRAIN_SECONDS = 2.0  # ...waiting for it at most this long
 def form_limits(settings: Settings) -> dict:
     """FastAPI's ``form_limits`` of the app: the page forms (login, logout, the admin buttons) take at
     most ``http_form_max_fields`` fields of ``http_form_max_field_bytes`` bytes each and no file (the
-    upload and the users import read their own form: ``grader.web.http.upload``). Starlette's defaults were 1000 fields of 1 MiB."""
+    upload and the users import read their own form: ``grader.web.http.upload``). Starlette's defaults were
+    1000 fields of 1 MiB."""
     return {"max_fields": settings.http_form_max_fields, "max_files": 0,
             "max_part_size": settings.http_form_max_field_bytes}
 
@@ -97,8 +98,8 @@ LENGTH_REQUIRED = _Refused(411, "length_required", "a form must be sent with a C
 
 
 def _too_large(limit: int) -> _Refused:
-    return _Refused(413, "too_large", f"the request body is larger than this server's limit of {count_text(limit)} bytes; "
-                                      "nothing was read or stored")
+    return _Refused(413, "too_large", f"the request body is larger than this server's limit of "
+                                      f"{count_text(limit)} bytes; nothing was read or stored")
 
 
 class BodyLimits:

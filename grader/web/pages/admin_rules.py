@@ -40,22 +40,6 @@ NOTICES = {"saved": "The contest rules are saved: every server and worker applie
            "unchanged": "Nothing was changed: the form had the rules as stored."}
 
 
-def setting_text(value) -> str:
-    """A stored setting as the form shows it, so that reading the text back gives the same value: a time
-    in ISO 8601 (UTC, to the minute, second or microsecond it needs), a number without a needless ``.0``,
-    '' for none."""
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        # as exact as stored: the text read back must be the same value, or saving the form would
-        # change it (and a changed freeze time freezes the board again)
-        spec = "microseconds" if value.microsecond else "seconds" if value.second else "minutes"
-        return value.astimezone(UTC).isoformat(timespec=spec)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    return str(value)
-
-
 def field_at_fault(message: str) -> str | None:
     """The setting a refusal's message names (by its key or its option), or None."""
     for key, _label, option, _hint in FIELDS:
@@ -78,7 +62,7 @@ def rules_page(request: Request, account, status: int = 200, *, values: dict[str
                error: str | None = None, notice: str | None = None) -> Response:
     """The form with ``values`` (default: the stored rules); ``error``: the refusal, beside its setting."""
     rules = contest.get_rules(request.app.state.service)
-    values = values or {key: setting_text(getattr(rules, key)) for key, *_ in FIELDS}
+    values = values or {key: contest.setting_text(getattr(rules, key)) for key, *_ in FIELDS}
     fault = field_at_fault(error) if error else None
     if fault and error.startswith(f"{fault}: "):  # the setting's label instead of its key
         error = error[len(fault) + 2:]

@@ -16,7 +16,6 @@ from grader.cli import output
 from grader.display import hidden_characters
 from grader.refusals import BadRequest
 from grader.service import accounts, contest
-from grader.web.pages.admin_rules import setting_text
 
 
 @pytest.fixture
@@ -76,7 +75,7 @@ def test_a_contest_name_with_terminal_escapes_is_refused(service):
     ("min_interval_seconds", 30.0),
 ])
 def test_the_rules_forms_text_reads_back_as_the_stored_value(key, value):
-    assert contest.parse_setting(key, setting_text(value)) == value
+    assert contest.parse_setting(key, contest.setting_text(value)) == value
 
 
 def test_saving_the_rules_form_unchanged_after_an_unfreeze_keeps_it_lifted(service):
@@ -86,7 +85,7 @@ def test_saving_the_rules_form_unchanged_after_an_unfreeze_keeps_it_lifted(servi
     contest.set_rules(service, freeze_at=freeze)
     lifted = contest.unfreeze(service, now=freeze.replace(minute=5))
     assert lifted.unfrozen is True
-    shown = {key: setting_text(getattr(lifted, key)) for key in contest.TEXT_SETTINGS}
+    shown = {key: contest.setting_text(getattr(lifted, key)) for key in contest.TEXT_SETTINGS}
     rules, changed = contest.set_rules_from_text(service, {**shown, "max_per_hour": "5"})
     assert changed == ["max_per_hour"] and rules.unfrozen is True and rules.freeze_at == freeze
 
