@@ -4,11 +4,12 @@
   ``POINTS_PER_TASK``;
 - ``judger.scoring``: ``point_score``, ``task_score``, ``total``, ``mxm_utilisation`` (the only place
   scores are computed);
+- ``judger.totals``: ``task_totals``, ``summarize`` (a submission's results summed with those formulas);
 - ``judger.verdicts``: ``Verdict`` and the plain-data ``PointResult``;
 - ``judger.testdata``: each test point's trial inputs and references, computed once per process and
   cached on disk;
 - ``judger.grading``: ``compile_point`` (untrusted step), ``judge_compiled`` (trusted step),
-  ``grade_point`` (both), ``load_submission``/``kernel_for_task``, ``task_totals``/``summarize``;
+  ``grade_point`` (both), ``load_submission``/``kernel_for_task``;
 - ``judger/judger.py``: the handout-compatible local judger (``python judger/judger.py --help``).
 """
 import importlib
@@ -18,8 +19,9 @@ import importlib
 _NAMES = {
     "grading": ("CompileFailed", "compile_failed_result", "compile_point", "grade_point", "judge_compiled",
                 "kernel_for_task", "launch_trial", "limit_threads", "load_submission", "point_trials",
-                "seed_rngs", "summarize", "task_totals", "trial_inputs"),
+                "seed_rngs", "trial_inputs"),
     "scoring": ("mxm_utilisation", "point_score", "task_score", "total"),
+    "totals": ("summarize", "task_totals"),
     "tasks": ("POINTS_PER_TASK", "TASK_IDS", "TASKS", "WEIGHTS", "Task", "TestPoint", "get_point", "get_task"),
     "verdicts": ("VERDICTS", "PointResult", "Verdict"),
 }

@@ -40,8 +40,9 @@ from kdt.language.kernel import KernelFunction
 from kdt.simulator.errors import LaunchError
 
 from . import scoring
+from .totals import summarize, task_totals  # noqa: F401 (the judger's API; they live in judger.totals)
 from . import testdata
-from .tasks import COS_DIFF_TOL, POINTS_PER_TASK, TASKS, TIMEOUT_S, TRIALS, Task, TestPoint, get_task
+from .tasks import COS_DIFF_TOL, TASKS, TIMEOUT_S, TRIALS, Task, TestPoint, get_task
 from .testdata import limit_threads, seed_rngs
 from .verdicts import PointResult, Verdict
 
@@ -352,37 +353,6 @@ def kernel_for_task(module, task_id: int, *, source_path: str | os.PathLike | No
         return module.get_kernel(task_id)
     except (Exception, SystemExit) as exc:
         raise CompileFailed(f"get_kernel({task_id}) raised {_describe(exc, source)}") from None
-
-
-# ---- totals ----------------------------------------------------------------------------------------
-
-def task_totals(results: Iterable[PointResult]) -> dict[int, float]:
-    """``{task id: task score}`` for every task that has results, in task order (``scoring.task_score``).
-
-    Each such task needs exactly one result per test point, else ``ValueError``.
-    """
-    by_task: dict[int, dict[int, float]] = {}
-    for r in results:
-        points = by_task.setdefault(r.task, {})
-        if r.point in points:
-            raise ValueError(f"two results for task {r.task} point {r.point}")
-        points[r.point] = r.score
-    totals = {}
-    for task_id in sorted(by_task):
-        task = get_task(task_id)
-        want = set(range(POINTS_PER_TASK[task_id]))
-        if set(by_task[task_id]) != want:
-            raise ValueError(f"task {task_id} needs results for points {sorted(want)}, got "
-                             f"{sorted(by_task[task_id])}")
-        totals[task_id] = scoring.task_score([by_task[task_id][i] for i in sorted(want)], task.weight)
-    return totals
-
-
-def summarize(results: Iterable[PointResult]) -> dict:
-    """``{"tasks": {id: {"name", "weight", "score"}}, "total": float}`` for complete tasks' results."""
-    totals = task_totals(results)
-    return {"tasks": {t: {"name": TASKS[t].name, "weight": TASKS[t].weight, "score": s} for t, s in totals.items()},
-            "total": scoring.total(totals.values())}
 
 
 # ---- messages --------------------------------------------------------------------------------------

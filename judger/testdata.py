@@ -12,14 +12,19 @@ computed once per process and kept, and stored on disk so that a fresh worker pr
   0 keeps nothing). It holds tensors only: for every cached point, three trials' io tensors and references
   (the whole contest is about 450 MiB; the largest point, task 2/3 point 1, about 120 MiB). The least
   recently used points are dropped first; a point larger than the bound is served but not kept.
-- **Disk.** One ``.npz`` file per point (numpy, no pickle) in ``KDT_GRADE_CACHE_DIR`` (default the user's
-  cache directory, ``platformdirs.user_cache_dir("kdt-grade")/testpoints``; ``off`` disables it), created
-  private (0700). The file name carries ``data_key(task, point)``: a hash of the task definition (the
-  source of ``judger/tasks.py``), the point, the trial count, the torch version and the CPU capability
-  torch dispatches to (the references are float32 matmuls whose rounding may depend on it). Files are
-  written atomically (temporary file, then rename); a missing, unreadable or malformed file is recomputed
-  and rewritten, a write that fails (read-only or full disk) only costs the next process the generation.
-  Trust: the directory must be writable only by the judge (the sandboxed compile child never reads it).
+- **Disk.** One entry per point in ``KDT_GRADE_CACHE_DIR`` (default the user's cache directory,
+  ``platformdirs.user_cache_dir("kdt-grade")/testpoints``; ``off`` disables it), created private (0700):
+  a directory of ``.npy`` files (numpy's format, no pickle), one per array. A process maps them
+  copy-on-write instead of reading them (``numpy.load(mmap_mode="c")``): loading a point costs no copy
+  and no checksum, its pages come from the page cache when first used and are shared by every worker
+  process of the machine. The entry's name carries ``data_key(task, point)``: a hash of the task
+  definition (the source of ``judger/tasks.py``), the point, the trial count, the torch version and the
+  CPU capability torch dispatches to (the references are float32 matmuls whose rounding may depend on
+  it), and the format. Entries are written atomically (a temporary directory, then rename); a missing,
+  unreadable or malformed entry is recomputed and rewritten, a write that fails (read-only or full disk)
+  only costs the next process the generation. Trust: the directory must be writable only by the judge
+  (the sandboxed compile child never reads it), and an entry is never rewritten in place (a rewrite
+  renames a new directory over it), so a mapping never sees its file change.
 
 Generation is exactly the contest's: ``seed_rngs()``, then per trial the task's generator on the global
 torch RNG and the reference of those inputs, with torch limited to one thread (``limit_threads``), so the
@@ -31,6 +36,7 @@ import hashlib
 import logging
 import os
 import random
+import shutil
 import tempfile
 import threading
 from collections import OrderedDict
@@ -38,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy
+import numpy.random  # here, with the judge: not on the first seed_rngs() of every forked worker process
+import platformdirs
 import torch
 
 from . import tasks as _tasks_module
@@ -45,7 +53,7 @@ from .tasks import TRIALS, Task, TestPoint
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when the file layout changes
+FORMAT = 2  # bump when the file layout changes (2: a directory of .npy files, mapped)
 DEFAULT_MEMORY_MB = 512
 MEMORY_ENV = "KDT_GRADE_CACHE_MEMORY_MB"
 DIR_ENV = "KDT_GRADE_CACHE_DIR"
@@ -54,10 +62,15 @@ DIR_ENV = "KDT_GRADE_CACHE_DIR"
 # ---- the RNG and the threads -----------------------------------------------------------------------
 
 def seed_rngs() -> None:
-    """The start of every test point: ``random.seed(0); numpy.random.seed(0); torch.manual_seed(0)``."""
+    """The start of every test point: ``random.seed(0); numpy.random.seed(0); torch.manual_seed(0)``.
+
+    torch's CPU generator is seeded directly: ``torch.manual_seed`` also queues the seed for the CUDA,
+    XPU and MTIA generators, formatting the whole Python stack each time (and reading the source of every
+    file on it the first time), which the judge, on the CPU only, never uses. The CPU state is the same
+    (tested)."""
     random.seed(0)
     numpy.random.seed(0)
-    torch.manual_seed(0)
+    torch.default_generator.manual_seed(0)
 
 
 def limit_threads() -> None:
@@ -255,8 +268,6 @@ def cache_dir() -> Path | None:
     when it is ``off`` (or empty)."""
     raw = os.environ.get(DIR_ENV)
     if raw is None:
-        import platformdirs
-
         return Path(platformdirs.user_cache_dir("kdt-grade")) / "testpoints"
     if raw.strip().lower() in ("", "off", "none", "0"):
         return None
@@ -264,26 +275,47 @@ def cache_dir() -> Path | None:
 
 
 def cache_file(directory: Path, task: Task, point: TestPoint, key: str) -> Path:
-    return directory / f"task{task.id}_point{point.index}_{key[:32]}.npz"
+    """The point's entry in the disk cache: a directory of ``.npy`` files (``key.npy`` and per trial ``k``
+    ``t{k}_io_{name}.npy``, ``t{k}_ref.npy``, ``t{k}_rng.npy``)."""
+    return directory / f"task{task.id}_point{point.index}_{key[:32]}"
 
 
 def _load(directory: Path, task: Task, point: TestPoint, key: str) -> PointData | None:
+    """The point's data mapped from its cache entry (copy-on-write: nothing is read until it is used, and
+    a write, which the judge never makes to a master, stays in this process), or None when there is no
+    entry. A malformed entry is logged and None is returned (it is recomputed and rewritten)."""
     path = cache_file(directory, task, point, key)
-    try:
-        with numpy.load(path, allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-        return _from_arrays(arrays, task, key)
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is recomputed, never trusted
+    try:
+        return _from_arrays(_MappedArrays(path), task, key)
+    except Exception as exc:  # noqa: BLE001 - any unreadable entry is recomputed, never trusted
         log.warning("test point data cache %s is unreadable (%s: %s); recomputing it", path,
                     type(exc).__name__, exc)
         return None
 
 
-def _from_arrays(arrays: dict, task: Task, key: str) -> PointData:
+class _MappedArrays:
+    """``arrays[name]``: ``name.npy`` of an entry, memory-mapped copy-on-write (numpy's own format; never
+    a pickle). A missing file raises ``FileNotFoundError``, a truncated one ``ValueError``."""
+
+    def __init__(self, path: Path):
+        self._path = path
+
+    def __getitem__(self, name: str) -> numpy.ndarray:
+        array = numpy.load(self._path / f"{name}.npy", mmap_mode="c", allow_pickle=False)
+        return array if array.shape else numpy.asarray(array)  # a 0-d map (the key) as a plain array
+
+    def get(self, name: str, default):
+        try:
+            return self[name]
+        except FileNotFoundError:
+            return default
+
+
+def _from_arrays(arrays, task: Task, key: str) -> PointData:
     if str(arrays.get("key", numpy.array("")).item()) != key:
-        raise ValueError("the file's key differs from its name")
+        raise ValueError("the entry's key differs from its name")
     trials = []
     for k in range(TRIALS):
         io = {}
@@ -303,6 +335,8 @@ def _from_arrays(arrays: dict, task: Task, key: str) -> PointData:
 
 
 def _store(directory: Path, task: Task, point: TestPoint, data: PointData) -> None:
+    """Write the point's entry atomically: the files go into a private temporary directory, which is then
+    renamed to the entry's name (another process that wrote the same entry first wins; both are equal)."""
     arrays = {"key": numpy.array(data.key)}
     for k, trial in enumerate(data.trials):
         for name, t in trial.io.items():
@@ -313,19 +347,22 @@ def _store(directory: Path, task: Task, point: TestPoint, data: PointData) -> No
     tmp = None
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "wb") as f:
-            numpy.savez(f, **arrays)
-        os.replace(tmp, path)
+        tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=directory))
+        for name, array in arrays.items():
+            numpy.save(tmp / f"{name}.npy", array, allow_pickle=False)
+        try:
+            os.rename(tmp, path)
+        except OSError:  # an entry is there: a damaged one being replaced, or one another process just wrote
+            stale = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".old", dir=directory))
+            os.rename(path, stale / "entry")  # out of the way in one step: a reader sees the old or the new
+            os.rename(tmp, path)
+            shutil.rmtree(stale, ignore_errors=True)  # its files stay readable where they are still mapped
         tmp = None
     except OSError as exc:
         log.warning("cannot write the test point data cache %s (%s); it is recomputed next time", path, exc)
     finally:
         if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _nbytes(t: torch.Tensor) -> int:

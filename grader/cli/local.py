@@ -14,6 +14,7 @@ from grader.config import load_settings
 from grader.judging import pipeline
 from grader.runtime.pool import InterruptLatch, open_pool
 from grader.service import Service, rules_text
+from judger.totals import summarize
 from judger.tasks import TASK_IDS
 
 from .output import (dump_json, err, newest_first, out, points_progress, print_explanations, print_leaderboard,
@@ -192,8 +193,6 @@ def local(file: Path, task_id: str | None, as_json: bool, explain: bool) -> None
                 bar = progress.add_task(f"grading {file.name}", total=len(points))
                 results = pipeline.grade_source(data, settings, points, pool, explanations=explanations,
                                                 on_result=lambda _r: progress.advance(bar))
-    from judger.grading import summarize  # imports torch: only `local` needs it here
-
     summary = summarize(results)
     points = [_with_cycles_needed(r.to_dict()) for r in results]
     report = {"file": file.name, "points": points, "tasks": summary["tasks"],

@@ -226,3 +226,32 @@ def test_a_python_without_torch_is_told_the_install_command_in_one_line(script):
         r"`\.venv/bin/python judger/judger.py --kernel-impl-path FILE`\n", proc.stderr), proc.stderr
     readme = (ROOT / "README.md").read_text()
     assert "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' torch==2.13.0" in readme
+
+
+def test_parallel_points_are_handed_out_largest_first():
+    """With several processes the points start largest first (their MXM work, task 1 by its N), so that
+    no process is left judging the largest point alone at the end; a failed entry costs nothing."""
+    from judger.judger import _largest_first
+    from judger.tasks import TASKS
+
+    plan = [(task, point, object(), None) for task in TASKS.values() for point in task.points]
+    order = [(plan[i][0].id, plan[i][1].index) for i in _largest_first(plan)]
+    assert order == [(2, 1), (3, 1), (4, 3), (2, 0), (3, 0), (4, 2), (4, 1), (4, 0), (1, 1), (1, 0)]
+    plan[3] = (plan[3][0], plan[3][1], None, RuntimeError("compile failed"))  # task 2 point 1
+    assert _largest_first(plan)[-1] == 3
+
+
+def test_the_script_exits_at_once_with_everything_written_and_a_closed_pipe_is_status_one():
+    """The script ends without the interpreter's teardown (judger.judger.exit_now): what it printed is all
+    there (the JSON document is whole), the status is main's; a reader that closes the pipe early gets
+    exit status 1 and no traceback."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--kernel-impl-path", str(fixture_path("vadd_only")),
+                           "--task", "1", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["max_total"] == 10.0
+    reader = subprocess.Popen([sys.executable, str(SCRIPT), "--kernel-impl-path", str(fixture_path("vadd_only")),
+                               "--task", "1", "--print-ir"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    reader.stdout.close()  # like `| head -0`, long before the script's first line (it imports torch first)
+    assert reader.wait(timeout=300) == 1
+    assert b"Traceback" not in reader.stderr.read()

@@ -257,7 +257,7 @@ def test_a_bad_memory_setting_falls_back_to_the_default(cache, monkeypatch):
 def test_a_fresh_process_starts_warm_from_the_disk(cache):
     testdata.point_data(T1, BIG)
     path = testdata.cache_file(cache, T1, BIG, testdata.data_key(T1, BIG))
-    assert path.is_file() and (path.parent.stat().st_mode & 0o777) == 0o700
+    assert path.is_dir() and (path.parent.stat().st_mode & 0o777) == (path.stat().st_mode & 0o777) == 0o700
     code = ("import sys; from judger import testdata; from judger.tasks import get_point, get_task;"
             "testdata.generate = None;"  # generating would fail: the data must come from the file
             "d = testdata.point_data(get_task(1), get_point(1, 1));"
@@ -268,27 +268,28 @@ def test_a_fresh_process_starts_warm_from_the_disk(cache):
     assert out.stdout == str(float(want.double().sum()))
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "wrong_key", "wrong_dtype", "missing_array"])
-def test_a_damaged_cache_file_is_recomputed_and_rewritten(cache, damage, caplog):
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "wrong_key", "wrong_dtype", "missing_array",
+                                    "not_a_directory"])
+def test_a_damaged_cache_entry_is_recomputed_and_rewritten(cache, damage, caplog):
     testdata.point_data(T1, SMALL)
     testdata.clear_memory()
     path = testdata.cache_file(cache, T1, SMALL, testdata.data_key(T1, SMALL))
-    good = path.read_bytes()
+    ref = path / "t1_ref.npy"
     if damage == "truncate":
-        path.write_bytes(good[: len(good) // 2])
+        ref.write_bytes(ref.read_bytes()[: ref.stat().st_size // 2])
     elif damage == "garbage":
-        path.write_bytes(b"not a zip file at all")
-    else:
-        with numpy.load(path) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-        if damage == "wrong_key":
-            arrays["key"] = numpy.array("0" * 64)
-        elif damage == "wrong_dtype":
-            arrays["t1_io_a"] = arrays["t1_io_a"].astype(numpy.float64)
-        else:
-            del arrays["t2_ref"]
-        with open(path, "wb") as f:
-            numpy.savez(f, **arrays)
+        ref.write_bytes(b"not an npy file at all")
+    elif damage == "wrong_key":
+        numpy.save(path / "key.npy", numpy.array("0" * 64))
+    elif damage == "wrong_dtype":
+        numpy.save(path / "t1_io_a.npy", numpy.load(path / "t1_io_a.npy").astype(numpy.float64))
+    elif damage == "missing_array":
+        (path / "t2_ref.npy").unlink()
+    else:  # a plain file where the entry's directory belongs
+        for f in path.iterdir():
+            f.unlink()
+        path.rmdir()
+        path.write_bytes(b"junk")
     with caplog.at_level("WARNING", logger="judger.testdata"):
         data = testdata.point_data(T1, SMALL)
     assert "unreadable" in caplog.text and "recomputing" in caplog.text
@@ -322,9 +323,39 @@ def test_an_unwritable_cache_directory_only_costs_time(tmp_path, monkeypatch, ca
 
 
 def test_seed_rngs_is_the_contests_seeding():
+    torch.randn(3, dtype=torch.float64)  # leaves a cached normal sample, which seeding must drop as well
+    seed_rngs()
+    seeded = torch.get_rng_state()
+    torch.randn(3, dtype=torch.float64)
+    torch.manual_seed(0)
+    assert torch.equal(seeded, torch.get_rng_state())
     seed_rngs()
     a = (torch.rand(3), random.random(), numpy.random.rand())
     torch.manual_seed(0)
     random.seed(0)
     numpy.random.seed(0)
     assert torch.equal(a[0], torch.rand(3)) and a[1] == random.random() and a[2] == numpy.random.rand()
+
+
+def test_a_loaded_point_is_mapped_from_its_entry_and_a_write_stays_in_the_process(cache):
+    """The disk entry is mapped, not read: the master tensors' memory lies in a mapping of the entry's
+    files (/proc/self/maps), and writing a master changes neither the file nor a new load."""
+    testdata.point_data(T1, BIG)
+    testdata.clear_memory()
+    loaded = testdata.point_data(T1, BIG)
+    path = testdata.cache_file(cache, T1, BIG, testdata.data_key(T1, BIG))
+    master = loaded.trials[1].io["a"]
+    address = master.data_ptr()
+    mapped = []
+    for line in open("/proc/self/maps"):
+        fields = line.split()
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if len(fields) >= 6 and start <= address < end:
+            mapped.append(fields[5])
+    assert mapped == [str(path / "t1_io_a.npy")]
+    want = master.clone()
+    master.fill_(7.0)
+    on_disk = numpy.load(path / "t1_io_a.npy")
+    assert numpy.array_equal(on_disk, want.numpy())
+    testdata.clear_memory()
+    assert same_bits(testdata.point_data(T1, BIG).trials[1].io["a"], want)
