@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import io
 import json
-import math
 import multiprocessing
 import os
 import sys
@@ -41,7 +40,7 @@ try:
         summarize
     from judger.testdata import limit_threads
     from judger.explain import explanation, format_explanation, legend_lines, profile_for_explain
-    from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S
+    from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S, judging_work
     from judger.verdicts import PointResult, Verdict
 except ModuleNotFoundError as _missing:  # run by a Python without torch (or numpy, ...): one line, not a traceback
     from judger.dependencies import exit_if_missing_dependency
@@ -145,14 +144,12 @@ def _graded(plan, options, jobs, kernel_out, announce):
 
 
 def _largest_first(plan) -> list:
-    """The indices of ``plan``, the most work first, so that the workers finish together instead of one
-    judging the largest point while the others wait (longest-processing-time-first). A point's work is
-    its MXM multiply-accumulates, else its io elements (task 1); a failed entry costs nothing."""
+    """The indices of ``plan``, the most work first (``judger.tasks.judging_work``), so that the processes
+    finish together instead of one judging the largest point while the others wait
+    (longest-processing-time-first). A failed entry costs nothing."""
     def work(i):
         task, point, _kernel, failure = plan[i]
-        if failure is not None:
-            return 0
-        return task.mxm_work(point) or math.prod(point.task_args.values())
+        return 0 if failure is not None else judging_work(task.id, point.index)
     return sorted(range(len(plan)), key=work, reverse=True)
 
 

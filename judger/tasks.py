@@ -12,6 +12,7 @@ weights, points, thresholds), and importing torch costs them seconds each.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -206,6 +207,14 @@ def get_point(task_id: int, index: int) -> TestPoint:
     if not 0 <= index < len(points):
         raise KeyError(f"task {task_id} has test points 0..{len(points) - 1}, not {index!r}")
     return points[index]
+
+
+def judging_work(task_id: int, index: int) -> int:
+    """How much judging test point ``index`` of a task costs, to order work largest first (so that parallel
+    processes finish together): its MXM multiply-accumulates, else the product of its ``task_args``
+    (task 1: its N elements). A relative size, not a time."""
+    task, point = get_task(task_id), get_point(task_id, index)
+    return task.mxm_work(point) or math.prod(point.task_args.values())
 
 
 def all_points():

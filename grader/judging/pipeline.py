@@ -20,7 +20,7 @@ import time
 
 from grader.config import Settings
 from grader.runtime.pool import interrupts_deferred
-from judger.tasks import all_points, get_point, get_task
+from judger.tasks import all_points, get_point, get_task, judging_work
 from judger.verdicts import PointResult, Verdict
 
 from . import trace_record as traces
@@ -177,7 +177,8 @@ def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None
     if pool is None:
         return [finished(p, judge_point(*p, compiled[p], settings)) for p in points]
     with interrupts_deferred():  # a Ctrl-C waits until the pool's processes are started
-        futures = {pool.submit(judge_point, *p, compiled[p], settings): p for p in points}
+        futures = {pool.submit(judge_point, *p, compiled[p], settings): p
+                   for p in sorted(points, key=lambda p: judging_work(*p), reverse=True)}  # largest first
     done = {}
     for fut in concurrent.futures.as_completed(futures):
         p = futures[fut]

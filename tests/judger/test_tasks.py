@@ -143,3 +143,13 @@ def test_references():
     s = io4["Q"] @ io4["K"].T
     p = torch.exp(s - s.max(dim=1, keepdim=True).values)
     torch.testing.assert_close(TASKS[4].expected(io4), (p / p.sum(dim=1, keepdim=True)) @ io4["V"])
+
+
+def test_judging_work_sizes_points_by_their_multiply_adds_else_their_elements():
+    from judger.tasks import judging_work
+
+    assert judging_work(2, 1) == judging_work(3, 1) == 2048 * 512 * 3072
+    assert judging_work(4, 3) == 2048 * 4096 * 2 * 128
+    assert judging_work(1, 1) == 1048576 and judging_work(1, 0) == 16384
+    with pytest.raises(KeyError):
+        judging_work(5, 0)
