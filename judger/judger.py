@@ -23,6 +23,10 @@ if __name__ == "__main__":  # run as a script: sys.path[0] is this directory, wh
     _root = _os.path.dirname(_here)
     if _root not in _sys.path:
         _sys.path.insert(0, _root)
+    # numpy's OpenBLAS with one thread from the start: the simulator runs BLAS on one thread anyway
+    # (kdt.simulator.host.single_threaded_blas), and setting that in a forked process otherwise starts
+    # OpenBLAS's worker thread, which spins on a core for 0.1 s that the other processes judging need.
+    _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import contextlib
