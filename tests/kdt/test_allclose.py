@@ -2,6 +2,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 from kdt.utils import check_is_allclose
@@ -281,3 +283,40 @@ def test_the_quick_check_decides_passing_outputs():
     r = torch.randn(4096, generator=torch.Generator().manual_seed(2)) * 3
     for ans in (r.clone(), r + 1e-7, r * (1 + 1e-5)):  # the last one needs the relative rule
         assert allclose._passes_quickly(ans, r, 1e-5, 1e-3, 1e-7)
+
+
+_FLOATS32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_FLOATS32, _FLOATS32), min_size=0, max_size=300), st.integers(0, 3))
+def test_the_cosine_difference_is_the_specs_expression_bit_for_bit(pairs, shape):
+    """``_cos_diff`` saves temporaries, not bits: equal to spec §5's expression as written, for any finite
+    float32 values (tiny, huge, zero, mixed signs) and layouts."""
+    from kdt.utils.allclose import _cos_diff
+
+    a = torch.tensor([p[0] for p in pairs], dtype=torch.float32)
+    r = torch.tensor([p[1] for p in pairs], dtype=torch.float32)
+    if shape and len(pairs) % 2 == 0 and pairs:
+        a, r = a.reshape(2, -1), r.reshape(2, -1)
+        if shape == 2:
+            a, r = a.T, r.T  # not contiguous
+    a64, r64 = a.double(), r.double()
+    want = 0.0 if (r64 * r64).sum() < 1e-12 else float(1 - 2 * (a64 * r64).sum() / (a64 * a64 + r64 * r64).sum())
+    got = _cos_diff(a, r)
+    assert got == want or (math.isnan(got) and math.isnan(want))
+    if pairs:
+        big = torch.randn(3 * len(pairs), generator=torch.Generator().manual_seed(len(pairs)))
+        noisy = big + 1e-4 * torch.randn(big.shape, generator=torch.Generator().manual_seed(1))
+        b64, n64 = noisy.double(), big.double()
+        assert _cos_diff(noisy, big) == float(1 - 2 * (b64 * n64).sum() / (b64 * b64 + n64 * n64).sum())
+
+
+def test_the_cosine_difference_of_a_contest_sized_output_is_the_specs_expression():
+    from kdt.utils.allclose import _cos_diff
+
+    g = torch.Generator().manual_seed(11)
+    r = torch.randn(2048, 512, generator=g)
+    for a in (r + 1e-6 * torch.randn(2048, 512, generator=g), r.clone(), -r, torch.zeros_like(r)):
+        a64, r64 = a.double(), r.double()
+        assert _cos_diff(a, r) == float(1 - 2 * (a64 * r64).sum() / (a64 * a64 + r64 * r64).sum())
