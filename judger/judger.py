@@ -30,6 +30,7 @@ if __name__ == "__main__":  # run as a script: sys.path[0] is this directory, wh
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import multiprocessing
@@ -38,6 +39,9 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+_AS_SCRIPT = __name__ == "__main__"
+if _AS_SCRIPT:  # no cyclic collection while torch and the judge are imported: it would walk objects that live on
+    gc.disable()
 try:
     import kdt
     from judger.grading import CompileFailed, compile_failed_result, grade_point, kernel_for_task, load_submission, \
@@ -53,6 +57,9 @@ except ModuleNotFoundError as _missing:  # run by a Python without torch (or num
         exit_if_missing_dependency(_missing, "judger/judger.py",
                                    ".venv/bin/python judger/judger.py --kernel-impl-path FILE")
     raise
+if _AS_SCRIPT:  # the imported modules' objects: no later collection (here or in a forked process) walks them
+    gc.freeze()
+    gc.enable()
 
 PROFILED_JOBS = range(8)
 

