@@ -5,6 +5,7 @@ function takes the resolved input views, the resolved output view (or None) and 
 writes the result into the output view.
 """
 import math
+import functools
 from functools import partial
 
 import numpy as np
@@ -41,8 +42,28 @@ def _full(x, y):
     """``y`` (float32) as a float64 array of ``x``'s shape, for ``exp``/``pow``: numpy's power takes its
     sqrt/square fast paths for a scalar exponent (``sqrt(-inf)`` is nan, ``pow(-inf, 0.5)`` is inf), the
     handout computes elementwise; and in float64, rounded to float32 when written, as the handout's
-    results show (a float32 power differs in the last bit now and then: recorded program s102/224)."""
-    return np.full(np.shape(x), y, dtype=np.float64)
+    results show (a float32 power differs in the last bit now and then: recorded program s102/224).
+
+    Read-only: a kernel's exp and pow instructions mostly repeat one shape and value, so arrays of up to
+    ``_FULL_CACHED_ELEMENTS`` elements are made once per process (keyed by the value's bits: -0.0 is not
+    0.0) and shared."""
+    shape = np.shape(x)
+    bits = _F32(y).tobytes()
+    if math.prod(shape) <= _FULL_CACHED_ELEMENTS:
+        return _full_of(shape, bits)
+    return _new_full(shape, bits)
+
+
+_FULL_CACHED_ELEMENTS = 1 << 17  # 1 MiB of float64 each, at most 32 MiB kept (a tile of SPM is smaller)
+
+
+def _new_full(shape, bits):
+    full = np.full(shape, np.frombuffer(bits, dtype=np.float32)[0], dtype=np.float64)
+    full.flags.writeable = False
+    return full
+
+
+_full_of = functools.lru_cache(maxsize=32)(_new_full)
 
 
 def _power_base(yf):  # exp: out = y ** x, y > 0 (spec §3)

@@ -138,3 +138,24 @@ def test_replay_prints_to_print_file_and_writes_non_contiguous_tensors_back():
     replay_kernel(rec, strided)
     for k in io:
         assert torch.equal(bits(strided[k].contiguous()), bits(plain[k])), k
+
+
+def test_exp_and_pow_constants_are_shared_read_only_and_keyed_by_their_bits():
+    """``semantics._full`` (the float64 constant array of exp's base and pow's exponent) is made once per
+    shape and value for tile-sized shapes and shared, read-only; -0.0 and 0.0 are different values; a
+    larger shape gets a fresh array every time (nothing large is kept)."""
+    import numpy as np
+
+    from kdt.simulator import semantics
+
+    tile = np.zeros((128, 128), dtype=np.float32)
+    a = semantics._full(tile, np.float32(2.5))
+    assert a.dtype == np.float64 and a.shape == (128, 128) and (a == 2.5).all() and not a.flags.writeable
+    assert semantics._full(tile, np.float32(2.5)) is a
+    with pytest.raises(ValueError):
+        a[0, 0] = 1.0
+    neg, pos = semantics._full(tile, np.float32(-0.0)), semantics._full(tile, np.float32(0.0))
+    assert neg is not pos and np.signbit(neg).all() and not np.signbit(pos).any()
+    big = np.zeros(semantics._FULL_CACHED_ELEMENTS + 1, dtype=np.float32)
+    first = semantics._full(big, np.float32(3.0))
+    assert (first == 3.0).all() and semantics._full(big, np.float32(3.0)) is not first
