@@ -216,3 +216,61 @@ def test_a_forked_judge_process_forgets_its_parents_templates():
         os._exit(0 if not warm._TEMPLATES and not warm._LOCK.locked() and template.sock.fileno() == -1 else 1)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0 and template.alive() and template.sock.fileno() != -1
+
+
+SEES = textwrap.dedent("""
+    import torch
+
+
+    class Sees:
+        def compile(self, task_args, io_tensors):
+            sums = [int(t.contiguous().view(torch.int32).long().sum()) for t in io_tensors.values()]  # exact
+            firsts = [float(t.reshape(-1)[0]) for t in io_tensors.values()]
+            raise ValueError(f"sees {sorted(io_tensors)} {sums} {firsts} next {torch.rand(3).tolist()} "
+                             f"threads {torch.get_num_threads()}")
+
+
+    def get_kernel(task_id):
+        return Sees()
+""")
+
+
+def test_a_warm_compile_hands_the_submission_exactly_the_inputs_and_rng_of_a_cold_one():
+    """The template draws trial 1's inputs of every point once (``judger.testdata:draw_first_trials``);
+    a compile forked from it hands the submission copies: the same tensors, the same RNG state after
+    them and the same torch thread count as a cold child that draws them itself, and as this process."""
+    from judger.grading import CompileFailed, compile_point
+    from judger.tasks import get_point, get_task
+
+    points = [(1, 0), (2, 1), (4, 3)]
+    cold = compile_submission(SEES.encode(), points, SandboxLimits(warm=False))
+    hot = compile_submission(SEES.encode(), points, SandboxLimits(warm=True))
+    assert cold.run.ok and hot.run.ok, (cold.run.stderr[-1000:], hot.run.stderr[-1000:])
+    namespace = {}
+    exec(compile(SEES, "submission.py", "exec"), namespace)
+    for point in points:
+        assert hot.kernels[point].verdict == cold.kernels[point].verdict == "CE"
+        assert hot.kernels[point].message == cold.kernels[point].message, point
+        assert "sees " in hot.kernels[point].message
+        try:
+            compile_point(namespace["Sees"](), get_task(point[0]), get_point(*point), source_path="submission.py")
+        except CompileFailed as here:
+            seen_here = here.message.split("sees ", 1)[1].split(" threads ")[0]
+        assert hot.kernels[point].message.split("sees ", 1)[1].split(" threads ")[0] == seen_here, point
+    assert "judger.testdata:draw_first_trials" in warm.status()[0]
+
+
+def test_under_a_smaller_compile_memory_limit_the_template_leaves_the_inputs_to_each_child():
+    """Below ``FIRST_TRIALS_MIN_BYTES`` the template does not hold the first trials (130 MiB every child
+    would start with): a compile under 1 GiB still works warm, its children draw the inputs themselves."""
+    from grader.judging.compile import FIRST_TRIALS, FIRST_TRIALS_MIN_BYTES
+
+    small = SandboxLimits(warm=True, memory_bytes=1024 * 2**20)
+    assert small.memory_bytes < FIRST_TRIALS_MIN_BYTES
+    points = [(1, 0), (4, 0)]
+    hot = compile_submission(SEES.encode(), points, small)
+    cold = compile_submission(SEES.encode(), points, SandboxLimits(warm=False, memory_bytes=1024 * 2**20))
+    assert [hot.kernels[p].message for p in points] == [cold.kernels[p].message for p in points]
+    assert all("sees " in hot.kernels[p].message for p in points)
+    (line,) = warm.status()
+    assert FIRST_TRIALS not in line
