@@ -4,7 +4,8 @@ Grades N copies of an example submission (a random comment makes each copy's sha
 real path: `Service.submit` -> Redis -> a Celery worker started with `kdt-grade worker --concurrency W`
 -> SQLite (or --database-url), and times from the first submit to the last total stored. Each copy is
 graded in full (audit, sandboxed compile, ten test points). Prints one line per worker count, the
-speed-up, and checks that every copy got the same total.
+speed-up, and checks that every point of every copy got what `kdt-grade local --json` gives the file
+(verdict, cycles, score and message).
 
 `--embedded` measures the embedded mode instead (no broker: the test points of one submission at a time
 over a local process pool of W processes). `--cold` also runs each worker count with
@@ -19,6 +20,7 @@ Run: `.venv/bin/python benchmarks/grading_throughput.py [-n 4] [--file F] [--wor
 (needs Redis at --redis-url, default redis://127.0.0.1:6379/14, which it flushes).
 """
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -70,6 +72,20 @@ def stop_worker(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def local_results(path: Path) -> list:
+    """``(task, point, verdict, cycles, score, message)`` of every test point as ``kdt-grade local --json``
+    grades ``path``: what every graded copy must get."""
+    proc = subprocess.run(KDT_GRADE + ["local", str(path), "--json"], capture_output=True, text=True, cwd=ROOT,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("KDT_GRADE_")})
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"kdt-grade local failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return [_key(p) for p in json.loads(proc.stdout)["points"]]
+
+
+def _key(point: dict) -> tuple:
+    return (point["task"], point["point"], point["verdict"], point["cycles"], point["score"], point["message"])
+
+
 def wait_all(service, ids: list, t0: float) -> tuple[list, list]:
     """Poll until every submission is final; ``(states, seconds from t0 to each one's final total)``."""
     states, latency = {}, {}
@@ -117,6 +133,7 @@ def run(files: list[bytes], workers: int, args, tmp: Path, warm: bool = True) ->
     worker_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
     simulated = sum(p["wall_seconds"] or 0.0 for s in states for p in s["points"])
     return {"elapsed": elapsed, "totals": [s["total"] for s in states], "latency": sorted(latency),
+            "points": [[_key(p) for p in s["points"]] for s in states],
             "worker_cpu": worker_cpu if proc is not None else None, "simulated": simulated}
 
 
@@ -147,6 +164,7 @@ def main() -> None:
     print(f"grading {args.n} copies of {args.file.name} via {mode}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.2f}")
     results = {}
+    want = local_results(args.file)
     with tempfile.TemporaryDirectory(prefix="kdt-grade-bench-") as tmp:
         totals_seen = set()
         for w in args.workers:
@@ -155,9 +173,15 @@ def main() -> None:
                 totals_seen |= set(r["totals"])
                 if len(totals_seen) != 1:
                     raise SystemExit(f"copies got different totals: {sorted(totals_seen)}")
+                differ = [i for i, points in enumerate(r["points"]) if points != want]
+                if differ:
+                    raise SystemExit(f"copies {differ} got other results than `kdt-grade local` (verdict, cycles, "
+                                     f"score or message of a point): {r['points'][differ[0]]} != {want}")
                 results[w, warm] = r["elapsed"]
                 report(f"{w} worker process{'es' if w > 1 else ''}, {'warm' if warm else 'cold'} compiles",
                        args.n, r)
+    print(f"every point of every copy (verdict, cycles, score, message) is what `kdt-grade local` gives: yes "
+          f"({len(want)} points)")
     warm_runs = {w: e for (w, warm), e in results.items() if warm}
     base = min(warm_runs)
     for w in sorted(warm_runs):
