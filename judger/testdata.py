@@ -14,17 +14,19 @@ computed once per process and kept, and stored on disk so that a fresh worker pr
   recently used points are dropped first; a point larger than the bound is served but not kept.
 - **Disk.** One entry per point in ``KDT_GRADE_CACHE_DIR`` (default the user's cache directory,
   ``platformdirs.user_cache_dir("kdt-grade")/testpoints``; ``off`` disables it), created private (0700):
-  a directory of ``.npy`` files (numpy's format, no pickle), one per array. A process maps them
-  copy-on-write instead of reading them (``numpy.load(mmap_mode="c")``): loading a point costs no copy
-  and no checksum, its pages come from the page cache when first used and are shared by every worker
-  process of the machine. The entry's name carries ``data_key(task, point)``: a hash of the task
+  a directory of ``.npy`` files (numpy's format, no pickle), one per array, and their checksums. A
+  process maps them copy-on-write instead of reading them (``numpy.load(mmap_mode="c")``): loading a
+  point costs no copy, its pages come from the page cache and are shared by every worker process of the
+  machine; one pass at memory speed checks each array against its checksum (``_checksum``). The
+  entry's name carries ``data_key(task, point)``: a hash of the task
   definition (the source of ``judger/tasks.py``), the point, the trial count, the torch version and the
   CPU capability torch dispatches to (the references are float32 matmuls whose rounding may depend on
   it), and the format. Entries are written atomically (a temporary directory, then rename); a missing,
   unreadable or malformed entry is recomputed and rewritten, a write that fails (read-only or full disk)
   only costs the next process the generation. Trust: the directory must be writable only by the judge
-  (the sandboxed compile child never reads it), and an entry is never rewritten in place (a rewrite
-  renames a new directory over it), so a mapping never sees its file change.
+  (the sandboxed compile child never reads it). The judge never rewrites an entry in place (a rewrite
+  renames a new directory over it); nobody else may either while workers run: a mapped page shows a
+  write to its file, and a file truncated under a mapping ends the process (SIGBUS).
 
 Generation is exactly the contest's: ``seed_rngs()``, then per trial the task's generator on the global
 torch RNG and the reference of those inputs, with torch limited to one thread (``limit_threads``), so the
@@ -33,6 +35,7 @@ numbers are bit-identical to computing them inside the trial loop (tested, as ar
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import random
@@ -53,7 +56,7 @@ from .tasks import TRIALS, Task, TestPoint
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # bump when the file layout changes (2: a directory of .npy files, mapped)
+FORMAT = 3  # bump when the file layout changes (3: a directory of .npy files, mapped, and their checksums)
 DEFAULT_MEMORY_MB = 512
 MEMORY_ENV = "KDT_GRADE_CACHE_MEMORY_MB"
 DIR_ENV = "KDT_GRADE_CACHE_DIR"
@@ -139,38 +142,16 @@ def cacheable(task: Task, point: TestPoint) -> bool:
 
 def first_trial_io(task: Task, point: TestPoint) -> dict:
     """Trial 1's ``io_tensors`` with the RNGs as drawing them leaves them (what ``compile_point`` hands a
-    kernel's ``compile``): fresh copies from this process's memory cache or its ``draw_first_trials``,
-    else drawn now. Never reads the disk (the sandboxed compile child calls this)."""
-    key = data_key(task, point) if cacheable(task, point) else None
-    data = _memory.get(key) if key is not None else None
-    first = data.trials[0] if data is not None else _first_trials.get(key)
-    seed_rngs()
-    if first is None:
+    kernel's ``compile``): fresh copies from this process's memory cache, else drawn now. Never reads
+    the disk (the sandboxed compile child calls this)."""
+    data = _memory.get(data_key(task, point)) if cacheable(task, point) else None
+    if data is None:
+        seed_rngs()
         return task.make_inputs(point)
+    seed_rngs()
+    first = data.trials[0]
     torch.set_rng_state(first.rng_state)
     return first.fresh_io()
-
-
-_first_trials: dict = {}  # data_key -> Trial (io and RNG state; no reference) of draw_first_trials()
-
-
-def draw_first_trials() -> None:
-    """Draw trial 1's ``io_tensors`` of every contest test point into this process (about 130 MiB), as
-    ``first_trial_io`` would, for it to hand out copies later. The sandbox's warm template calls this
-    once, before any submission exists: every compile child forked from it then gets the inputs of its
-    ten compiles without drawing them (0.2 s of CPU per submission). The inputs are the contest's public
-    seed-0 draws, nothing secret. Leaves the RNGs seeded and drawn as the last point's trial 1 leaves them,
-    and torch's thread count as it found it (a forked child starts with a cold one's)."""
-    threads = torch.get_num_threads()
-    limit_threads()
-    try:
-        for task in _tasks_module.TASKS.values():
-            for point in task.points:
-                seed_rngs()
-                io = task.make_inputs(point)
-                _first_trials[data_key(task, point)] = Trial(io, torch.empty(0), torch.get_rng_state())
-    finally:
-        torch.set_num_threads(threads)
 
 
 def point_data(task: Task, point: TestPoint) -> PointData:
@@ -307,9 +288,9 @@ def _load(directory: Path, task: Task, point: TestPoint, key: str) -> PointData 
     a write, which the judge never makes to a master, stays in this process), or None when there is no
     entry. A malformed entry is logged and None is returned (it is recomputed and rewritten)."""
     path = cache_file(directory, task, point, key)
-    if not path.exists():
-        return None
     try:
+        if not path.exists():  # (may raise: a directory the judge cannot enter is recomputed, with a warning)
+            return None
         return _from_arrays(_MappedArrays(path), task, key)
     except Exception as exc:  # noqa: BLE001 - any unreadable entry is recomputed, never trusted
         log.warning("test point data cache %s is unreadable (%s: %s); recomputing it", path,
@@ -319,13 +300,23 @@ def _load(directory: Path, task: Task, point: TestPoint, key: str) -> PointData 
 
 class _MappedArrays:
     """``arrays[name]``: ``name.npy`` of an entry, memory-mapped copy-on-write (numpy's own format; never
-    a pickle). A missing file raises ``FileNotFoundError``, a truncated one ``ValueError``."""
+    a pickle), checked against the entry's ``checksums.json`` (``_checksum``). A missing file raises
+    ``FileNotFoundError``; a truncated one, or one whose contents differ from what was written (damage
+    that keeps the size), ``ValueError``."""
 
     def __init__(self, path: Path):
         self._path = path
+        with open(path / CHECKSUMS, encoding="utf-8") as f:
+            self._sums = json.load(f)
+        if not isinstance(self._sums, dict):
+            raise ValueError(f"{CHECKSUMS} is not a JSON object")
 
     def __getitem__(self, name: str) -> numpy.ndarray:
         array = numpy.load(self._path / f"{name}.npy", mmap_mode="c", allow_pickle=False)
+        if name not in self._sums:
+            raise ValueError(f"{name}.npy has no checksum")
+        if _checksum(array) != self._sums[name]:
+            raise ValueError(f"{name}.npy differs from what was written (its checksum)")
         return array if array.shape else numpy.asarray(array)  # a 0-d map (the key) as a plain array
 
     def get(self, name: str, default):
@@ -333,6 +324,20 @@ class _MappedArrays:
             return self[name]
         except FileNotFoundError:
             return default
+
+
+CHECKSUMS = "checksums.json"
+
+
+def _checksum(array: numpy.ndarray) -> int:
+    """The sum of the array's bytes as 64-bit words (the last partial word byte by byte) plus their
+    count, modulo 2**64: one pass at memory speed (12 GB/s here; a CRC would be 2 GB/s, as long as judging
+    the point). It catches damage to a file of the cache (a disk, a stray write), which the directory's
+    permissions already keep everyone but the judge from making on purpose."""
+    raw = numpy.ascontiguousarray(array).reshape(-1).view(numpy.uint8)
+    whole = raw.size // 8 * 8
+    total = int(raw[:whole].view(numpy.uint64).sum(dtype=numpy.uint64)) + int(raw[whole:].sum(dtype=numpy.uint64))
+    return (total + raw.size) % 2**64
 
 
 def _from_arrays(arrays, task: Task, key: str) -> PointData:
@@ -372,14 +377,20 @@ def _store(directory: Path, task: Task, point: TestPoint, data: PointData) -> No
         tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=directory))
         for name, array in arrays.items():
             numpy.save(tmp / f"{name}.npy", array, allow_pickle=False)
+        (tmp / CHECKSUMS).write_text(json.dumps({name: _checksum(a) for name, a in arrays.items()}),
+                                     encoding="utf-8")
         try:
             os.rename(tmp, path)
         except OSError:  # an entry is there: a damaged one being replaced, or one another process just wrote
             stale = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".old", dir=directory))
-            os.rename(path, stale / "entry")  # out of the way in one step: a reader sees the old or the new
-            os.rename(tmp, path)
-            shutil.rmtree(stale, ignore_errors=True)  # its files stay readable where they are still mapped
+            try:
+                os.rename(path, stale / "entry")  # out of the way in one step: a reader sees the old or the new
+                os.rename(tmp, path)  # (fails when another process renamed its entry in meanwhile: it stays)
+            finally:
+                shutil.rmtree(stale, ignore_errors=True)  # its files stay readable where they are still mapped
         tmp = None
+        for old_format in directory.glob(f"task{task.id}_point{point.index}_*.npz"):  # format 1, before mapping
+            old_format.unlink(missing_ok=True)
     except OSError as exc:
         log.warning("cannot write the test point data cache %s (%s); it is recomputed next time", path, exc)
     finally:

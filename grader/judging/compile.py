@@ -25,19 +25,6 @@ SUBMISSION_NAME = "submission.py"
 # the child itself: runpy runs it as __main__, from its source).
 WARM_MODULES = ("argparse", "json", "numpy", "torch", "kdt", "judger.grading", "judger.tasks",
                 "kdt.simulator.launch", "grader.judging.audithook")
-# With a compile memory limit of at least FIRST_TRIALS_MIN_BYTES, the template also draws trial 1's inputs
-# of every test point (judger.testdata.draw_first_trials, about 130 MiB of its address space, which every
-# child starts with): each compile then hands the submission copies instead of drawing them (0.2 s of CPU
-# per submission). Below it, the child draws them, and the limit keeps its room for the submission.
-FIRST_TRIALS = "judger.testdata:draw_first_trials"
-FIRST_TRIALS_MIN_BYTES = 1536 * 2**20
-
-
-def warm_modules(limits: SandboxLimits) -> tuple:
-    """What a compile child under ``limits`` finds done in its warm template (``()``: a cold start)."""
-    if not limits.warm:
-        return ()
-    return WARM_MODULES + ((FIRST_TRIALS,) if limits.memory_bytes >= FIRST_TRIALS_MIN_BYTES else ())
 MAX_MESSAGE_CHARS = 20_000  # of a point's message (what the child reports, the audit's report)
 MAX_EVENTS = 1000  # audit hook events kept of one compile run
 # What the child may claim for a test point: only what a contestant may claim.
@@ -74,7 +61,7 @@ def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> Co
     args = ["--submission", SUBMISSION_NAME, "--points", spec, "--point-cpu-seconds",
             str(max(1.0, limits.cpu_seconds / 2))]
     run = run_sandboxed(("module", "grader.judging.compile_child"), args, {SUBMISSION_NAME: source}, limits,
-                        warm=warm_modules(limits))
+                        warm=WARM_MODULES if limits.warm else ())
     if run.status == "unavailable":
         bad = Failure("IE", "internal error of the judge: the sandbox cannot run here ("
                       + run.stderr.decode(errors="replace") + "); not your fault, it will be retried", retry=True)

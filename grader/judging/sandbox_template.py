@@ -6,8 +6,7 @@ database URL, no token, nothing of the judge's memory), as root, in its own sess
 judge's end of the socket closes (the judge exited, was killed, or stopped it), which takes the runs in
 flight with it (their parent-death signal); no parent-death signal of its own, because that one follows
 the judge *thread* that started it, and a thread that ends would kill the template and its runs. It
-imports ``MODULES`` (comma-separated: numpy, torch, kdt, the judger's modules; ``module:function`` also
-calls ``function()``, e.g. ``judger.testdata:draw_first_trials``) once, says ``ready`` on
+imports ``MODULES`` (comma-separated: numpy, torch, kdt, the judger's modules) once, says ``ready`` on
 the socket, and then serves requests: each is one message with the run's file descriptors attached
 (``SCM_RIGHTS``) and a marshal dict ``{"targets": [fd numbers the child must see them at], "control",
 "config": indexes into them, "join": [cgroup.procs files], "nice": n}``. For each it forks a child and
@@ -227,10 +226,7 @@ def main(argv):
         site.addsitedir(site_dir)
     try:
         for name in filter(None, modules.split(",")):
-            module, _, function = name.partition(":")  # "module:function": import it, then call function()
-            imported = importlib.import_module(module)
-            if function:
-                getattr(imported, function)()
+            importlib.import_module(name)
         importlib.import_module("grader.judging.sandbox_init")
     except BaseException as exc:  # noqa: BLE001 (the judge reports the template broken: IE, never CE)
         sock.send(marshal.dumps(("broken", f"{type(exc).__name__}: {exc}")))

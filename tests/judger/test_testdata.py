@@ -269,7 +269,7 @@ def test_a_fresh_process_starts_warm_from_the_disk(cache):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "wrong_key", "wrong_dtype", "missing_array",
-                                    "not_a_directory"])
+                                    "not_a_directory", "same_size", "no_checksums"])
 def test_a_damaged_cache_entry_is_recomputed_and_rewritten(cache, damage, caplog):
     testdata.point_data(T1, SMALL)
     testdata.clear_memory()
@@ -285,6 +285,12 @@ def test_a_damaged_cache_entry_is_recomputed_and_rewritten(cache, damage, caplog
         numpy.save(path / "t1_io_a.npy", numpy.load(path / "t1_io_a.npy").astype(numpy.float64))
     elif damage == "missing_array":
         (path / "t2_ref.npy").unlink()
+    elif damage == "same_size":  # bytes changed in place, the header and the size intact: only the checksum tells
+        data = bytearray(ref.read_bytes())
+        data[-4093] ^= 0x40
+        ref.write_bytes(bytes(data))
+    elif damage == "no_checksums":
+        (path / testdata.CHECKSUMS).unlink()
     else:  # a plain file where the entry's directory belongs
         for f in path.iterdir():
             f.unlink()
@@ -359,3 +365,22 @@ def test_a_loaded_point_is_mapped_from_its_entry_and_a_write_stays_in_the_proces
     assert numpy.array_equal(on_disk, want.numpy())
     testdata.clear_memory()
     assert same_bits(testdata.point_data(T1, BIG).trials[1].io["a"], want)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a child as another user (CI runs as root)")
+def test_a_cache_directory_the_judge_cannot_enter_only_costs_time(tmp_path):
+    """A cache directory below one the judge's user cannot enter (a misconfiguration): the data is
+    computed, a warning says why, nothing is raised (once this was an IE on every point)."""
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)
+    code = ("import logging, os, sys; logging.basicConfig(level=logging.WARNING, stream=sys.stderr);"
+            "from judger import testdata; from judger.tasks import get_point, get_task;"
+            "os.seteuid(65534);"  # imports done (this interpreter lies below /root), then the judge's user
+            "d = testdata.point_data(get_task(1), get_point(1, 0));"
+            "sys.stdout.write(str(float(d.trials[2].reference.double().sum())))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, testdata.DIR_ENV: str(locked / "inner")})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == str(float(fresh(T1, SMALL)[2][2].double().sum()))
+    assert "Permission denied" in proc.stderr and "recomputing" in proc.stderr

@@ -236,9 +236,9 @@ SEES = textwrap.dedent("""
 
 
 def test_a_warm_compile_hands_the_submission_exactly_the_inputs_and_rng_of_a_cold_one():
-    """The template draws trial 1's inputs of every point once (``judger.testdata:draw_first_trials``);
-    a compile forked from it hands the submission copies: the same tensors, the same RNG state after
-    them and the same torch thread count as a cold child that draws them itself, and as this process."""
+    """What a submission's ``.compile`` sees (trial 1's tensors, bit for bit; the RNG after them; torch's
+    thread count) is the same in a warm child, a cold child and, but for the thread count, this process
+    (``compile_point``)."""
     from judger.grading import CompileFailed, compile_point
     from judger.tasks import get_point, get_task
 
@@ -257,20 +257,3 @@ def test_a_warm_compile_hands_the_submission_exactly_the_inputs_and_rng_of_a_col
         except CompileFailed as here:
             seen_here = here.message.split("sees ", 1)[1].split(" threads ")[0]
         assert hot.kernels[point].message.split("sees ", 1)[1].split(" threads ")[0] == seen_here, point
-    assert "judger.testdata:draw_first_trials" in warm.status()[0]
-
-
-def test_under_a_smaller_compile_memory_limit_the_template_leaves_the_inputs_to_each_child():
-    """Below ``FIRST_TRIALS_MIN_BYTES`` the template does not hold the first trials (130 MiB every child
-    would start with): a compile under 1 GiB still works warm, its children draw the inputs themselves."""
-    from grader.judging.compile import FIRST_TRIALS, FIRST_TRIALS_MIN_BYTES
-
-    small = SandboxLimits(warm=True, memory_bytes=1024 * 2**20)
-    assert small.memory_bytes < FIRST_TRIALS_MIN_BYTES
-    points = [(1, 0), (4, 0)]
-    hot = compile_submission(SEES.encode(), points, small)
-    cold = compile_submission(SEES.encode(), points, SandboxLimits(warm=False, memory_bytes=1024 * 2**20))
-    assert [hot.kernels[p].message for p in points] == [cold.kernels[p].message for p in points]
-    assert all("sees " in hot.kernels[p].message for p in points)
-    (line,) = warm.status()
-    assert FIRST_TRIALS not in line
