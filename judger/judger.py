@@ -217,6 +217,17 @@ def _write_profile(directory: Path, task, point, result, profile) -> None:
         json.dump(summary, f, indent=2)
 
 
+def _positive(text: str) -> int:
+    """``--jobs``: a whole number of processes, at least 1 (argparse turns the error into exit status 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} processes: at least 1")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Judge a KDT-DSL submission locally (the contest's tasks, "
                                                  "test points and scoring).")
@@ -229,7 +240,7 @@ def main(argv=None) -> int:
                                                                "summary per test point into DIR")
     parser.add_argument("--explain", action="store_true", help="say under every test point why it takes its "
                                                                "cycles: the bound, the critical path, stall reasons")
-    parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N",
+    parser.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1, metavar="N",
                         help="judge the test points in N processes (default: the CPU count; the output is the "
                              "same, in the same order; 1 judges them one after another)")
     parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help=argparse.SUPPRESS)

@@ -62,7 +62,7 @@ def _say_where(service: Service) -> None:
     if service.settings.database_url is not None:
         return
     err.print(f"no contest server configured: submitting to the database of this machine ({service.settings.db_url}); "
-              "`kdt-grade login URL TOKEN` first to submit to the contest", markup=False, highlight=False,
+              "`kdt-grade login --server URL` first to submit to the contest", markup=False, highlight=False,
               soft_wrap=True)
 
 
@@ -107,7 +107,7 @@ def _local_service() -> Service:
     settings = load_settings()
     path = settings.data_dir / "kdt-grade.sqlite3"
     if settings.database_url is None and not path.exists():
-        raise click.ClickException(f"no server is configured (`kdt-grade login URL TOKEN` uses one) and there is "
+        raise click.ClickException(f"no server is configured (`kdt-grade login --server URL` sets one) and there is "
                                    f"no local database at {path.resolve()}: nothing was submitted here yet")
     return Service(settings)
 

@@ -158,6 +158,11 @@ def test_bad_arguments(capsys):
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2 and "--kernel-impl-path" in capsys.readouterr().err
+    for jobs, says in (("0", "0 processes: at least 1"), ("-3", "-3 processes: at least 1"),
+                       ("two", "'two' is not a whole number")):
+        with pytest.raises(SystemExit) as info:
+            main(["--kernel-impl-path", "x.py", "--jobs", jobs])
+        assert info.value.code == 2 and says in capsys.readouterr().err
 
 
 def test_a_missing_submission_file_is_a_usage_error(capsys):

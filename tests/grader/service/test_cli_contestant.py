@@ -86,7 +86,7 @@ def test_logout_removes_the_saved_login_and_is_harmless_without_one(tmp_path):
     database = tmp_path / "var" / "kdt-grade.sqlite3"
     for args in (["submissions"], ["status", "1"], ["leaderboard"], ["source", "1"]):
         lost = run_cli(args, env, check=False)
-        assert lost.returncode == 1 and "no server is configured (`kdt-grade login URL TOKEN` uses one)" in lost.stderr
+        assert lost.returncode == 1 and "no server is configured (`kdt-grade login --server URL` sets one)" in lost.stderr
         assert f"no local database at {database}" in lost.stderr and not database.exists(), args
     overridden = run_cli(["logout"], {**env, "KDT_GRADE_SERVER": "http://127.0.0.1:9"})
     assert overridden.returncode == 0 and overridden.stdout.startswith("not logged in")
@@ -124,7 +124,7 @@ def test_submit_wait_exit_status_source_submissions_and_display_names_locally(tm
     assert waited.stdout.startswith("submission 1 accepted (vadd_only.py, user alice)\n")
     database = (tmp_path / "var" / "kdt-grade.sqlite3").resolve()
     assert waited.stderr.startswith(f"no contest server configured: submitting to the database of this machine "
-                                    f"(sqlite:///{database}); `kdt-grade login URL TOKEN` first to submit to "
+                                    f"(sqlite:///{database}); `kdt-grade login --server URL` first to submit to "
                                     "the contest\n")  # a lost login must not look like a contest submission
     assert re.search(r"│\s+5\.55 / 100 │\s+│\s+│ total", waited.stdout)
     second = run_cli(["submit", VADD_ONLY, "--user", "alice"], env)  # no --wait: 0 once accepted
