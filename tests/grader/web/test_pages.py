@@ -239,7 +239,7 @@ def test_admin_page_rejudge_freeze_and_unfreeze(server):
 
 
 @pytest.mark.xdist_group("pages-shared-server")  # one worker, so one start of shared_server
-@pytest.mark.parametrize("n, path", enumerate(["/submissions/0", "/submissions/abc", "/submissions/99999999999"]))
+@pytest.mark.parametrize("n, path", list(enumerate(["/submissions/0", "/submissions/abc", "/submissions/99999999999"])))
 def test_bad_ids_are_refused_cleanly(shared_server, n, path):
     client = shared_server.client(shared_server.add_user(f"alice{n}"))
     assert client.get(path).status_code in (404, 422)
