@@ -18,6 +18,13 @@ A Python without one of the dependencies (torch above all) gets one line with th
 """
 import gc
 import importlib
+import os
+
+# numpy's OpenBLAS with one thread from the start in every process a command starts (the grading pool,
+# the workers): the simulator runs BLAS on one thread anyway (kdt.simulator.host.single_threaded_blas), and
+# setting that in a fresh pool process otherwise starts OpenBLAS's worker thread, which spins 0.1 s on a
+# core another process is judging on. As judger/judger.py does; an explicit setting is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 try:
     import click
