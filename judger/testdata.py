@@ -21,7 +21,8 @@ computed once per process and kept, and stored on disk so that a fresh worker pr
   entry's name carries ``data_key(task, point)``: a hash of the task
   definition (the source of ``judger/tasks.py``), the point, the trial count, the torch version and the
   CPU capability torch dispatches to (the references are float32 matmuls whose rounding may depend on
-  it), and the format. Entries are written atomically (a temporary directory, then rename); a missing,
+  it), and the format; writing an entry removes the point's entries of other versions. Entries are written
+  atomically (a temporary directory, then rename); a missing,
   unreadable or malformed entry is recomputed and rewritten, a write that fails (read-only or full disk)
   only costs the next process the generation. Trust: the directory must be writable only by the judge
   (the sandboxed compile child never reads it). The judge never rewrites an entry in place (a rewrite
@@ -389,13 +390,28 @@ def _store(directory: Path, task: Task, point: TestPoint, data: PointData) -> No
             finally:
                 shutil.rmtree(stale, ignore_errors=True)  # its files stay readable where they are still mapped
         tmp = None
-        for old_format in directory.glob(f"task{task.id}_point{point.index}_*.npz"):  # format 1, before mapping
-            old_format.unlink(missing_ok=True)
+        _remove_other_entries(directory, task, point, path.name)
     except OSError as exc:
         log.warning("cannot write the test point data cache %s (%s); it is recomputed next time", path, exc)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_other_entries(directory: Path, task: Task, point: TestPoint, keep: str) -> None:
+    """Remove the point's entries under other keys (another ``judger/tasks.py``, torch or format: about
+    450 MiB for the whole contest each time) and its format-1 ``.npz`` files, so the cache holds one
+    version. A process still mapping a removed entry keeps reading it (its files live on until unmapped);
+    a judge of the other version that starts later only computes its own again."""
+    prefix = f"task{task.id}_point{point.index}_"
+    for other in directory.glob(prefix + "*"):
+        rest = other.name[len(prefix):]
+        if other.name == keep:
+            continue
+        if other.is_dir() and len(rest) == 32 and all(c in "0123456789abcdef" for c in rest):
+            shutil.rmtree(other, ignore_errors=True)
+        elif other.suffix == ".npz":
+            other.unlink(missing_ok=True)
 
 
 def _nbytes(t: torch.Tensor) -> int:

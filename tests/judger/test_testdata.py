@@ -384,3 +384,24 @@ def test_a_cache_directory_the_judge_cannot_enter_only_costs_time(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == str(float(fresh(T1, SMALL)[2][2].double().sum()))
     assert "Permission denied" in proc.stderr and "recomputing" in proc.stderr
+
+
+def test_writing_an_entry_removes_the_points_entries_of_other_versions(cache, monkeypatch):
+    """One version per point on disk: an entry made under another key (here another format) and a
+    format-1 .npz of the point go when the current entry is written; other points' entries and a
+    concurrent writer's temporary directory stay."""
+    testdata.point_data(T1, SMALL)
+    testdata.point_data(T1, BIG)
+    old_small = testdata.cache_file(cache, T1, SMALL, testdata.data_key(T1, SMALL))
+    big = testdata.cache_file(cache, T1, BIG, testdata.data_key(T1, BIG))
+    npz = cache / f"task1_point0_{'0' * 32}.npz"
+    npz.write_bytes(b"format 1")
+    in_flight = cache / f"{old_small.name}.abc123.tmp"
+    in_flight.mkdir()
+    monkeypatch.setattr(testdata, "FORMAT", testdata.FORMAT + 1)
+    testdata.clear_memory()
+    testdata.point_data(T1, SMALL)
+    new_small = testdata.cache_file(cache, T1, SMALL, testdata.data_key(T1, SMALL))
+    assert new_small != old_small and new_small.is_dir()
+    assert not old_small.exists() and not npz.exists()
+    assert big.is_dir() and in_flight.is_dir()
