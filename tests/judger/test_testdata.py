@@ -405,3 +405,25 @@ def test_writing_an_entry_removes_the_points_entries_of_other_versions(cache, mo
     assert new_small != old_small and new_small.is_dir()
     assert not old_small.exists() and not npz.exists()
     assert big.is_dir() and in_flight.is_dir()
+
+
+def test_a_writer_that_loses_the_race_leaves_no_directory_behind(cache, monkeypatch):
+    """Replacing a damaged entry moves it aside, then renames the new one in; when another process renames
+    its own entry in between (simulated at that one step: a real race is not reproducible), the loser's
+    temporary and moved-aside directories are both removed and the winner's entry stays."""
+    testdata.point_data(T1, SMALL)
+    testdata.clear_memory()
+    path = testdata.cache_file(cache, T1, SMALL, testdata.data_key(T1, SMALL))
+    (path / "t0_ref.npy").write_bytes(b"damaged")
+    real_rename = os.rename
+
+    def rename(src, dst):
+        real_rename(src, dst)
+        if str(dst).endswith("/entry"):  # the damaged entry was just moved aside: the other writer wins now
+            testdata._store(cache, T1, SMALL, testdata.generate(T1, SMALL))
+    monkeypatch.setattr(testdata.os, "rename", rename)
+    testdata.point_data(T1, SMALL)
+    monkeypatch.undo()
+    assert sorted(p.name for p in cache.iterdir()) == [path.name]
+    testdata.clear_memory()
+    assert_same_as_fresh(testdata.point_data(T1, SMALL), T1, SMALL)
