@@ -43,6 +43,7 @@ from judger import grading  # noqa: E402
 from judger.grading import compile_point, judge_compiled, kernel_for_task, load_submission  # noqa: E402
 from judger.judger import run as judge_file  # noqa: E402
 from judger.tasks import COS_DIFF_TOL, TRIALS, all_points  # noqa: E402
+from judger.totals import summarize  # noqa: E402
 from kdt.ir.ops import OPS  # noqa: E402
 from kdt.simulator import host as sim_host  # noqa: E402
 from kdt.simulator import launch as sim_launch  # noqa: E402
@@ -288,7 +289,7 @@ def whole_file(path: Path, repeat: int, processes: bool) -> None:
         holder["results"] = judge_file(path, out=None, kernel_out=sink)
     cold = best_wall_and_cpu(once, 1)
     warm = best_wall_and_cpu(once, repeat)
-    total = grading.summarize(holder["results"])["total"]
+    total = summarize(holder["results"])["total"]
     print(f"{path.name}: whole file in-process: first run of this process {cold[0]:.2f} s wall / {cold[1]:.2f} s "
           f"CPU, warm {warm[0]:.2f} s wall / {warm[1]:.2f} s CPU (total {total:.1f})")
     if not processes:

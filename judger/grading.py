@@ -27,7 +27,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy
@@ -40,9 +40,8 @@ from kdt.language.kernel import KernelFunction
 from kdt.simulator.errors import LaunchError
 
 from . import scoring
-from .totals import summarize, task_totals  # noqa: F401 (the judger's API; they live in judger.totals)
 from . import testdata
-from .tasks import COS_DIFF_TOL, TASKS, TIMEOUT_S, TRIALS, Task, TestPoint, get_task
+from .tasks import COS_DIFF_TOL, TIMEOUT_S, TRIALS, Task, TestPoint
 from .testdata import limit_threads, seed_rngs
 from .verdicts import PointResult, Verdict
 

@@ -44,8 +44,8 @@ if _AS_SCRIPT:  # no cyclic collection while torch and the judge are imported: i
     gc.disable()
 try:
     import kdt
-    from judger.grading import CompileFailed, compile_failed_result, grade_point, kernel_for_task, load_submission, \
-        summarize
+    from judger.grading import CompileFailed, compile_failed_result, grade_point, kernel_for_task, load_submission
+    from judger.totals import summarize
     from judger.testdata import limit_threads
     from judger.explain import explanation, format_explanation, legend_lines, profile_for_explain
     from judger.tasks import TASK_IDS, TASKS, TIMEOUT_S, judging_work

@@ -18,13 +18,12 @@ computed once per process and kept, and stored on disk so that a fresh worker pr
   process maps them copy-on-write instead of reading them (``numpy.load(mmap_mode="c")``): loading a
   point costs no copy, its pages come from the page cache and are shared by every worker process of the
   machine; one pass at memory speed checks each array against its checksum (``_checksum``). The
-  entry's name carries ``data_key(task, point)``: a hash of the task
-  definition (the source of ``judger/tasks.py``), the point, the trial count, the torch version and the
-  CPU capability torch dispatches to (the references are float32 matmuls whose rounding may depend on
-  it), and the format; writing an entry removes the point's entries of other versions. Entries are written
-  atomically (a temporary directory, then rename); a missing,
-  unreadable or malformed entry is recomputed and rewritten, a write that fails (read-only or full disk)
-  only costs the next process the generation. Trust: the directory must be writable only by the judge
+  entry's name carries ``data_key(task, point)``: a hash of the task definition (the source of
+  ``judger/tasks.py``), the point, the trial count, the torch version and the CPU capability torch
+  dispatches to (the references are float32 matmuls whose rounding may depend on it), and the format;
+  writing an entry removes the point's entries of other versions. Entries are written atomically (a
+  temporary directory, then rename); a missing, unreadable or malformed entry is recomputed and
+  rewritten, a write that fails (read-only or full disk) only costs the next process the generation. Trust: the directory must be writable only by the judge
   (the sandboxed compile child never reads it). The judge never rewrites an entry in place (a rewrite
   renames a new directory over it); nobody else may either while workers run: a mapped page shows a
   write to its file, and a file truncated under a mapping ends the process (SIGBUS).

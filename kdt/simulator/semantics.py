@@ -5,8 +5,7 @@ function takes the resolved input views, the resolved output view (or None) and 
 writes the result into the output view.
 """
 import math
-import functools
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -63,7 +62,7 @@ def _new_full(shape, bits):
     return full
 
 
-_full_of = functools.lru_cache(maxsize=32)(_new_full)
+_full_of = lru_cache(maxsize=32)(_new_full)
 
 
 def _power_base(yf):  # exp: out = y ** x, y > 0 (spec §3)

@@ -2,7 +2,7 @@
 import pytest
 
 from judger import scoring
-from judger.grading import summarize, task_totals
+from judger.totals import summarize, task_totals
 from judger.tasks import POINTS_PER_TASK, TASKS, WEIGHTS
 from judger.verdicts import PointResult, Verdict
 
