@@ -10,7 +10,11 @@ Rows are written with one `INSERT ... ON CONFLICT DO UPDATE` per point (a re-run
 go with their submission (`ON DELETE CASCADE`). A rejudge deletes them (`delete_compiled`) so the file is
 compiled again.
 
-Public API: `CompiledPoint`, `store_compiled`, `get_compiled`, `compiled_points`, `delete_compiled`.
+An identical file compiles to the same points: `compiled_of_source` finds another submission's compiled
+points for a file's sha256, so the compile is not run again.
+
+Public API: `CompiledPoint`, `store_compiled`, `get_compiled`, `compiled_points`, `delete_compiled`,
+`compiled_of_source`.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from db.base import Base
 from db.dialects import upsert_insert
+from db.submissions import Submission
 
 
 class CompiledPoint(Base):
@@ -81,3 +86,23 @@ def compiled_points(session: Session, submission_id: int) -> set[tuple[int, int]
 def delete_compiled(session: Session, submission_id: int) -> int:
     """Delete every compiled point of a submission; return how many rows went."""
     return session.execute(delete(_TABLE).where(_TABLE.c.submission_id == submission_id)).rowcount or 0
+
+
+def compiled_of_source(session: Session, sha256: str, points, judge: str, exclude_id: int,
+                       candidates: int = 5) -> dict[tuple[int, int], dict[str, Any]] | None:
+    """The compiled points `{(task, point): compiled point}` of the newest other submission (not
+    `exclude_id`; among the `candidates` newest) with this `sha256` that has every one of `points`
+    compiled by judge version `judge` (its payloads' `"judge"`), none of them `IE` or fresh; else None."""
+    ids = select(Submission.id).where(Submission.sha256 == sha256, Submission.id != exclude_id) \
+        .order_by(Submission.id.desc()).limit(candidates)
+    rows = session.execute(select(_TABLE.c.submission_id, _TABLE.c.task, _TABLE.c.point, _TABLE.c.payload)
+                           .where(_TABLE.c.submission_id.in_(ids)))
+    found: dict[int, dict] = {}
+    for submission_id, task, point, payload in rows:
+        found.setdefault(submission_id, {})[(task, point)] = json.loads(payload)
+    for submission_id in sorted(found, reverse=True):
+        got = found[submission_id]
+        if all(p in got and got[p].get("judge") == judge and got[p].get("verdict") != "IE"
+               and not got[p].get("fresh") for p in points):
+            return {p: dict(got[p]) for p in points}
+    return None

@@ -11,6 +11,7 @@ from db.messages import Announcement, Clarification, MessageMark
 from db.outbox import OutboxRow
 from db.rejudge_batches import RejudgeBatch, RejudgeBatchItem
 from db.results import TestPointResult
+from db.reuse import ReusableResult
 from db.submissions import Submission
 from db.traces import PointTrace
 from db.users import User
@@ -19,5 +20,5 @@ from db.web_sessions import WebSession
 metadata = Base.metadata
 
 __all__ = ["Announcement", "Base", "Clarification", "CompiledPoint", "ContestSettings", "Lease", "MessageMark", "OutboxRow", "PointTrace",
-           "RejudgeBatch", "RejudgeBatchItem", "Submission",
+           "RejudgeBatch", "RejudgeBatchItem", "ReusableResult", "Submission",
            "TestPointResult", "User", "WebSession", "metadata"]

@@ -53,8 +53,10 @@ def reset_submission(session: Session, submission_id: int) -> None:
     delete_compiled(session, submission_id)
 
 
-def start_rejudge(session: Session, submission_id: int) -> int:
+def start_rejudge(session: Session, submission_id: int, fresh: bool = False) -> int:
     """Start a new generation of a submission (see the module docstring); return the new generation.
+    With `fresh`, that generation simulates every point again (`Submission.fresh_generation`): no
+    reused results, no reused compile.
 
     Raises `LookupError` if the submission does not exist. The caller commits.
     """
@@ -71,5 +73,7 @@ def start_rejudge(session: Session, submission_id: int) -> int:
     ).scalar_one_or_none()
     if new is None:
         raise LookupError(f"no submission with id {submission_id}")
+    if fresh:
+        session.execute(update(Submission).where(Submission.id == submission_id).values(fresh_generation=new))
     delete_compiled(session, submission_id)
     return int(new)

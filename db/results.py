@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Float,
     ForeignKey,
@@ -35,6 +36,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     case,
+    false,
     func,
     null,
     select,
@@ -87,6 +89,8 @@ class TestPointResult(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # The submission's generation this row belongs to (a rejudge starts a new one; older rows are stale).
     generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # True when the result was copied from an identical kernel's (``db.reuse``), not simulated here.
+    reused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     def to_dict(self) -> dict[str, Any]:
         """Return the row as plain data, one key per column."""
@@ -131,11 +135,12 @@ def record_result(
     finished_at: datetime | None = None,
     wall_seconds: float | None = None,
     generation: int = 0,
+    reused: bool = False,
 ) -> dict[str, Any] | None:
     """Insert or update the single result row of a test point and return it as a dict.
 
     Inputs: an open session (the caller commits), the point's key, its outcome and the worker's name;
-    aware UTC timings: `finished_at` defaults to now, and a timing passed as None keeps the value
+    `reused`: the outcome was copied from an identical kernel's (`db.reuse`); aware UTC timings: `finished_at` defaults to now, and a timing passed as None keeps the value
     already stored (so `started_at` written by `claim_attempt` survives). `attempts` is never changed.
     Output: the row after the write, as `TestPointResult.to_dict()` would give it; None (nothing
     written) when the stored row belongs to a newer `generation`.
@@ -162,11 +167,13 @@ def record_result(
         finished_at=finished_at or utcnow(),
         wall_seconds=wall_seconds,
         generation=generation,
+        reused=reused,
     )
     new = insert.excluded
     statement = insert.on_conflict_do_update(
         index_elements=_CONFLICT_KEY,
         set_={
+            "reused": new.reused,
             "verdict": new.verdict,
             "cycles": new.cycles,
             "score": new.score,
@@ -255,6 +262,7 @@ def claim_attempt(
             "message": "",
             "finished_at": null(),
             "wall_seconds": null(),
+            "reused": false(),
         },
     ).returning(_TABLE.c.attempts)
     return session.execute(statement).scalar_one_or_none() if unchanged is not None \

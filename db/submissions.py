@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Integer, String, Text
+from sqlalchemy import Float, ForeignKey, Integer, String, Text, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from db.base import Base, UTCDateTime, utcnow
@@ -48,6 +48,9 @@ class Submission(Base):
     # totals stay on the leaderboard until the new ones land (`db.rejudge`, `db.totals`).
     generation: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     scored_generation: Mapped[int | None] = mapped_column(Integer)
+    # A rejudge with ``--fresh`` names its generation here: that generation simulates every point again
+    # instead of copying reusable results (``db.reuse``) or another submission's compile.
+    fresh_generation: Mapped[int | None] = mapped_column(Integer)
 
     def to_dict(self, include_source: bool = False) -> dict[str, Any]:
         """Return the row as plain data; `source` only if `include_source` (it can be large)."""
@@ -91,6 +94,14 @@ def create_submission(
     session.add(submission)
     session.flush()
     return submission.to_dict()
+
+
+def is_fresh(session: Session, submission_id: int) -> bool:
+    """Whether the submission's current generation is a fresh rejudge's (``fresh_generation``): it reuses
+    no result and no compile."""
+    row = session.execute(select(Submission.generation, Submission.fresh_generation)
+                          .where(Submission.id == submission_id)).one_or_none()
+    return row is not None and row.fresh_generation == row.generation
 
 
 def get_submission(session: Session, submission_id: int, include_source: bool = False) -> dict[str, Any] | None:

@@ -80,7 +80,12 @@ class Settings(BaseSettings):
                                                            "processes together)")
     compile_wall_seconds: float = Field(60.0, gt=0, description="its wall-clock limit")
     compile_memory_mb: int = Field(2048, ge=256, description="its memory limit (all its processes together)")
-    sim_timeout_seconds: float = Field(20.0, gt=0, description="per launch (`TLE`)")
+    sim_timeout_seconds: float = Field(20.0, gt=0, description="per launch, in CPU seconds of the grading process "
+                                                               "(`TLE`): a busy machine does not make it shorter")
+    sim_backstop_seconds: float = Field(120.0, gt=0, description="per launch, in wall-clock seconds: a launch "
+                                                                 "that has not used its CPU time by then ends "
+                                                                 "as `IE` (the machine is overloaded) and is "
+                                                                 "graded again")
     sim_budget_seconds: float = Field(100.0, ge=0, description="per submission: once its finished points took "
                                                                "this many seconds of simulation, the rest are "
                                                                "`TLE` unsimulated (0: no budget)")

@@ -41,6 +41,7 @@ from kdt.simulator.errors import LaunchError
 
 from . import scoring
 from . import testdata
+from .clocks import WallClockBackstop, cpu_clock
 from .tasks import COS_DIFF_TOL, TIMEOUT_S, TRIALS, Task, TestPoint
 from .testdata import limit_threads, seed_rngs
 from .verdicts import PointResult, Verdict
@@ -101,7 +102,7 @@ TIMED_TRIAL = 1  # the trial simulated with the timing model (and profiled); the
 
 def launch_trial(compiled: kdt.CompiledKernel, io: dict, spec: kdt.TPUSpec, trial: int, *,
                  timeout: float = TIMEOUT_S, profile: kdt.Profile | None = None, print_file=None,
-                 recording: kdt.simulator.Recording | None = None) -> int | None:
+                 recording: kdt.simulator.Recording | None = None, clock=None) -> int | None:
     """Launch trial ``trial`` (from 1): with the timing model in ``TIMED_TRIAL`` (returns its cycles,
     records ``profile``), functionally in the others (returns None). Cycles never depend on the data
     (control flow and views depend only on scalars, tested on every conformance case and example), so the
@@ -111,12 +112,13 @@ def launch_trial(compiled: kdt.CompiledKernel, io: dict, spec: kdt.TPUSpec, tria
     ``recording`` (a fresh ``kdt.simulator.Recording``, the same object for every trial of the point):
     the timed trial records its instructions into it, and a later trial whose recording is ``complete``
     replays them (``kdt.simulator.replay_kernel``: the functional model's outputs and prints, bit for bit,
-    without the interpreter); an incomplete one (too many instructions) leaves the functional model."""
+    without the interpreter); an incomplete one (too many instructions) leaves the functional model.
+    ``clock``: what ``timeout`` is measured on (``judger.clocks``; None: wall-clock time)."""
     timed = trial == TIMED_TRIAL
     if not timed and recording is not None and recording.complete:
-        return kdt.simulator.replay_kernel(recording, io, timeout=timeout, print_file=print_file)
+        return kdt.simulator.replay_kernel(recording, io, timeout=timeout, print_file=print_file, clock=clock)
     return kdt.launch_kernel(compiled, io, spec, timeout=timeout, profile=profile if timed else None,
-                             print_file=print_file, timing=timed, record=recording if timed else None)
+                             print_file=print_file, timing=timed, record=recording if timed else None, clock=clock)
 
 
 # ---- step 1: compile (untrusted) -------------------------------------------------------------------
@@ -222,14 +224,18 @@ def _kdt_unaltered() -> bool:
 # ---- step 2: launch, compare, score (trusted) ------------------------------------------------------
 
 def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *, timeout: float = TIMEOUT_S,
-                   profile: kdt.Profile | None = None, print_file=None, compile_s: float = 0.0) -> PointResult:
+                   profile: kdt.Profile | None = None, print_file=None, compile_s: float = 0.0,
+                   backstop: float | None = None) -> PointResult:
     """Run the test point's three trials on ``compiled`` and return its ``PointResult``.
 
     Seeds the RNGs and takes each trial's inputs and reference from ``point_trials`` (computed once per
     process and cached on disk, ``judger.testdata``; fresh copies per launch). Trial 1 runs the timing
     model and records what it executes, trials 2 and 3 replay that (the functional model's numpy work,
-    ``launch_trial``): timing never depends on the data, so trial 1's cycles are the scored (last) trial's. ``timeout`` is the wall-clock limit of one launch
-    (20 s in the contest). ``profile`` (a ``kdt.Profile``) records trial 1's launch; a kernel that fails
+    ``launch_trial``): timing never depends on the data, so trial 1's cycles are the scored (last) trial's.
+    ``timeout`` is the time limit of one launch (20 s in the contest): wall-clock seconds, as the contest's
+    judger; with ``backstop`` (seconds), CPU seconds of this process (``judger.clocks.cpu_clock``), a launch
+    that passes ``backstop`` seconds of wall-clock time first raising ``judger.clocks.WallClockBackstop``
+    (it propagates, as ``MemoryError`` does: the judge's fault, for the caller to grade again or call ``IE``). ``profile`` (a ``kdt.Profile``) records trial 1's launch; a kernel that fails
     at launch fails at trial 1, leaving a partial trace.
     ``print_file`` receives the kernel's ``kdt.print`` output (discarded by default). ``compile_s`` is
     added to the timings (the time step 1 took). It limits torch to one thread (``limit_threads``).
@@ -258,14 +264,15 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
         abs_tol, rel_tol = task.tolerances
         sink = print_file if print_file is not None else _NullWriter()
         cycles = None
+        per = "" if backstop is None else " of CPU time"
         recording = kdt.simulator.Recording()
         for trial, (io, ref) in enumerate(point_trials(task, point), 1):
             t0 = time.perf_counter()
             try:
                 c = launch_trial(compiled, io, spec, trial, timeout=timeout, profile=profile, print_file=sink,
-                                 recording=recording)
+                                 recording=recording, clock=None if backstop is None else cpu_clock(backstop))
             except TimeoutError as exc:
-                return result(Verdict.TLE, message=f"{exc} ({timeout:g} s per launch, trial {trial} of "
+                return result(Verdict.TLE, message=f"{exc} ({timeout:g} s{per} per launch, trial {trial} of "
                                                    f"{TRIALS})\nSimulation timeout")
             except LAUNCH_ERRORS as exc:
                 return result(Verdict.RE, message=f"{type(exc).__name__}: {exc} (at launch, trial {trial} of "
@@ -280,7 +287,7 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
                 return result(Verdict.WA, cycles, message="\n".join(lines + _unwritten_hint(io[task.output], ref)
                                                                     + ["Incorrect result"]))
         return result(Verdict.AC, cycles, scoring.point_score(cycles, point.threshold))
-    except MemoryError:  # the grading service's limit (MLE), not a bug of the judge
+    except (MemoryError, WallClockBackstop):  # the grading service's limit (MLE); the judge's overload
         raise
     except Exception as exc:  # the judge's own bug: never the submission's fault
         return result(Verdict.IE, message="internal error of the judge (not your fault; it will be "

@@ -48,10 +48,10 @@ from pathlib import Path
 
 import numpy
 import numpy.random  # here, with the judge: not on the first seed_rngs() of every forked worker process
-import platformdirs
 import torch
 
 from . import tasks as _tasks_module
+from .cache_dir import DIR_ENV, cache_dir  # noqa: F401 - DIR_ENV: part of this module's API
 from .tasks import TRIALS, Task, TestPoint
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,6 @@ log = logging.getLogger(__name__)
 FORMAT = 3  # bump when the file layout changes (3: a directory of .npy files, mapped, and their checksums)
 DEFAULT_MEMORY_MB = 512
 MEMORY_ENV = "KDT_GRADE_CACHE_MEMORY_MB"
-DIR_ENV = "KDT_GRADE_CACHE_DIR"
 
 
 # ---- the RNG and the threads -----------------------------------------------------------------------
@@ -265,17 +264,6 @@ def memory_stats() -> dict:
 
 
 # ---- disk ----------------------------------------------------------------------------------------------
-
-def cache_dir() -> Path | None:
-    """The disk cache's directory (``KDT_GRADE_CACHE_DIR``, default the user cache directory), or None
-    when it is ``off`` (or empty)."""
-    raw = os.environ.get(DIR_ENV)
-    if raw is None:
-        return Path(platformdirs.user_cache_dir("kdt-grade")) / "testpoints"
-    if raw.strip().lower() in ("", "off", "none", "0"):
-        return None
-    return Path(raw)
-
 
 def cache_file(directory: Path, task: Task, point: TestPoint, key: str) -> Path:
     """The point's entry in the disk cache: a directory of ``.npy`` files (``key.npy`` and per trial ``k``

@@ -42,7 +42,8 @@ _DESCRIPTIONS = {
                                  "message gives the worst errors)"),
     Verdict.CE: ("compile error", "the file, its get_kernel or the kernel's compilation failed"),
     Verdict.RE: ("runtime error", "the launch failed (out-of-bounds view, SPM overflow, shape or type error)"),
-    Verdict.TLE: ("time limit exceeded", "a launch ran past the wall-clock time limit"),
+    Verdict.TLE: ("time limit exceeded", "a launch ran past its time limit (on the judge: CPU time, whatever "
+                                         "the machine's load)"),
     Verdict.MLE: ("memory limit exceeded", "the grading process ran past its memory limit"),
     Verdict.SV: ("security violation", "the audit or the sandbox stopped the submission"),
     Verdict.IE: ("internal error", "the judge's own fault, never the submission's: the point is graded again, "
@@ -64,7 +65,8 @@ class PointResult:
     ``cycles`` are the last launched trial's (None when no launch finished); ``score`` is 0 unless the
     verdict is ``AC``; ``message`` is what the contestant needs (empty for ``AC``); ``timings`` holds
     ``compile_s``, ``simulate_s`` (all launches) and ``total_s`` (the whole test point) in seconds;
-    ``utilisation`` is the MXM utilisation (tasks 2-4, when ``cycles`` is known), else None.
+    ``utilisation`` is the MXM utilisation (tasks 2-4, when ``cycles`` is known), else None; ``reused``:
+    the outcome was copied from an identical kernel's earlier simulation (``db.reuse``), not simulated again.
     """
 
     task: int
@@ -75,6 +77,7 @@ class PointResult:
     message: str = ""
     timings: dict = field(default_factory=_timings)
     utilisation: float | None = None
+    reused: bool = False
 
     def __post_init__(self):
         self.verdict = Verdict(self.verdict)
@@ -88,7 +91,7 @@ class PointResult:
         """Plain JSON-able data."""
         return {"task": self.task, "point": self.point, "verdict": self.verdict.value, "cycles": self.cycles,
                 "score": self.score, "message": self.message, "timings": dict(self.timings),
-                "utilisation": self.utilisation}
+                "utilisation": self.utilisation, "reused": self.reused}
 
     @classmethod
     def from_dict(cls, data: Any) -> "PointResult":
@@ -96,7 +99,7 @@ class PointResult:
         if not isinstance(data, dict):
             raise ValueError(f"a PointResult must be a dict, got {type(data).__name__}")
         keys = {"task", "point", "verdict", "cycles", "score", "message", "timings", "utilisation"}
-        if set(data) != keys:
+        if set(data) - {"reused"} != keys or not isinstance(data.get("reused", False), bool):
             raise ValueError(f"PointResult keys differ: missing {sorted(keys - set(data))}, "
                              f"unexpected {sorted(set(data) - keys)}")
         if data["verdict"] not in VERDICTS:
@@ -106,7 +109,7 @@ class PointResult:
             raise ValueError(f"timings must have exactly the keys {TIMING_KEYS}, got {timings!r}")
         return cls(task=data["task"], point=data["point"], verdict=Verdict(data["verdict"]),
                    cycles=data["cycles"], score=data["score"], message=data["message"],
-                   timings=dict(timings), utilisation=data["utilisation"])
+                   timings=dict(timings), utilisation=data["utilisation"], reused=data.get("reused", False))
 
 
 def _is_int(v) -> bool:

@@ -87,19 +87,23 @@ def show(submission_id: int, source: bool, as_json: bool) -> None:
 @click.argument("submission_ids", nargs=-1, type=int)
 @click.option("--user", help="Every submission of this user.")
 @click.option("--all", "everything", is_flag=True, help="Every submission.")
-def rejudge(submission_ids: tuple, user: str | None, everything: bool) -> None:
+@click.option("--fresh", is_flag=True, help="Compile and simulate every point again: reuse no stored result "
+                                            "or compile of an identical kernel or file.")
+def rejudge(submission_ids: tuple, user: str | None, everything: bool, fresh: bool) -> None:
     """Grade submissions again from scratch (ids, a user's, or --all); the leaderboard follows.
 
-    Without a broker they are graded here, before the command returns."""
+    A point whose kernel this judge version already simulated takes that stored result (marked reused)
+    unless --fresh. Without a broker they are graded here, before the command returns."""
     if not (submission_ids or user or everything):
         raise click.UsageError("name submission ids, --user NAME or --all")
     with Service() as service:
         try:
-            done = service.rejudge(submission_ids, user=user, everything=everything)
+            done = service.rejudge(submission_ids, user=user, everything=everything, fresh=fresh)
         except LookupError as exc:
             raise click.ClickException(f"{exc}; nothing was rejudged") from None
         mode = "graded" if service.settings.embedded else "queued"
-    out.print(f"rejudge: {mode} {len(done)} submission(s): {', '.join(map(str, done)) or '-'}")
+    out.print(f"rejudge{' (fresh)' if fresh else ''}: {mode} {len(done)} submission(s): "
+              f"{', '.join(map(str, done)) or '-'}")
 
 
 @admin.command()

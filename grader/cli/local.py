@@ -13,7 +13,8 @@ import click
 from grader.config import load_settings
 from grader.judging import pipeline
 from grader.runtime.pool import InterruptLatch, open_pool
-from grader.service import Service, rules_text
+from grader.service import Service, reuse, rules_text
+from judger.cache_dir import cache_dir
 from judger.totals import summarize
 from judger.tasks import TASK_IDS
 
@@ -171,8 +172,15 @@ def source_local(submission_id: int) -> str:
 @click.option("--explain", is_flag=True, help="Say why every test point takes its cycles (every job traced): the "
                                               "bound, job 0's critical path, the stall cycles and the lines "
                                               "that cause them; with --json under \"explain\".")
-def local(file: Path, task_id: str | None, as_json: bool, explain: bool) -> None:
+@click.option("--fresh", is_flag=True, help="Simulate every test point again, even a kernel whose result is stored "
+                                            "(the new results are stored).")
+@click.option("--no-reuse", is_flag=True, help="Neither take nor store results in the local result store.")
+def local(file: Path, task_id: str | None, as_json: bool, explain: bool, fresh: bool, no_reuse: bool) -> None:
     """Grade FILE here, with no database or broker, exactly as the service does (same numbers).
+
+    A test point whose compiled kernel was graded here before by this judge version takes that result
+    (marked reused; the results file in the test point cache directory, KDT_GRADE_CACHE_DIR) instead of
+    being simulated again, as the service does; --fresh or --no-reuse simulate it.
 
     Exit status: 0 when every graded test point is AC; 1 when some test point is not AC (everything is
     still printed); 2 when FILE is refused before grading (too large, not UTF-8, not Python)."""
@@ -185,14 +193,17 @@ def local(file: Path, task_id: str | None, as_json: bool, explain: bool) -> None
         sys.exit(2)
     points = [p for p in pipeline.ALL_POINTS if task_id is None or p[0] == int(task_id)]
     explanations = {} if explain else None
+    store = None if no_reuse or explain else reuse.local_results(cache_dir(), fresh)
     with open_pool(settings, min(settings.workers, len(points))) as pool:
         if as_json:
-            results = pipeline.grade_source(data, settings, points, pool, explanations=explanations)
+            results = pipeline.grade_source(data, settings, points, pool, explanations=explanations, store=store)
         else:
             with points_progress() as progress:
                 bar = progress.add_task(f"grading {file.name}", total=len(points))
                 results = pipeline.grade_source(data, settings, points, pool, explanations=explanations,
-                                                on_result=lambda _r: progress.advance(bar))
+                                                on_result=lambda _r: progress.advance(bar), store=store)
+    if store is not None:
+        store.close()
     summary = summarize(results)
     points = [_with_cycles_needed(r.to_dict()) for r in results]
     report = {"file": file.name, "points": points, "tasks": summary["tasks"],

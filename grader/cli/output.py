@@ -106,6 +106,10 @@ def result_table(title: str, points: list[dict], tasks: dict, total) -> Table:
 def show_result(state: dict, title: str) -> None:
     """The result table of a status document or a ``local`` report, then the messages of failed points."""
     out.print(result_table(title, state["points"], state["tasks"], state["total"]))
+    reused = [f"{p['task']}.{p['point']}" for p in state["points"] if p.get("reused")]
+    if reused:
+        out.print(f"reused, not simulated again (this judge graded the same kernel before, same result): "
+                  f"{', '.join(reused)}", highlight=False)
     print_messages(state["points"])
 
 

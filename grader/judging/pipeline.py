@@ -2,8 +2,9 @@
 the embedded mode and the Celery workers, so all of them give identical numbers.
 
 1. ``prepare(source, points, settings)``: static audit, then the sandboxed compile of every requested
-   test point. Returns plain data per point, a *compiled point*: ``{"ir": <IR JSON text>}`` or
-   ``{"verdict": "CE"|"SV"|"IE", "message": ...}``, plus ``compile_s``.
+   test point. Returns plain data per point, a *compiled point*: ``{"ir": <IR JSON text>, "key": its
+   result key}`` (``grader.judging.reuse``) or ``{"verdict": "CE"|"SV"|"IE", "message": ...}``, plus
+   ``compile_s``.
 2. ``judge(task_id, index, compiled_point, settings)``: trusted. Loads the IR strictly, runs the test
    point with ``judger.grading.judge_compiled`` (the only place scores are computed) and returns a
    ``PointResult``; a ``MemoryError`` of this process becomes ``MLE``. ``judge_traced`` also returns the
@@ -20,6 +21,7 @@ import time
 
 from grader.config import Settings
 from grader.runtime.pool import interrupts_deferred
+from judger.clocks import WallClockBackstop
 from judger.tasks import all_points, get_point, get_task, judging_work
 from judger.verdicts import PointResult, Verdict
 
@@ -27,6 +29,7 @@ from . import trace_record as traces
 from .audit import audit_source
 from .compile import MAX_MESSAGE_CHARS, Failure, compile_submission
 from .pyparse import check_syntax, source_encoding
+from .reuse import result_key
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
 
@@ -82,7 +85,7 @@ def prepare(source: bytes, points, settings: Settings) -> dict:
     for p in points:
         k = outcome.kernels[p]
         out[p] = _failure(k.verdict, k.message, compile_s, k.retry) if isinstance(k, Failure) else \
-            {"ir": k.to_json(), "compile_s": compile_s}
+            {"ir": k.to_json(), "compile_s": compile_s, "key": result_key(*p, k)}
     return out
 
 
@@ -144,7 +147,7 @@ def _judge(task_id: int, index: int, compiled_point: dict, settings: Settings, p
     try:
         compiled = kdt.CompiledKernel.from_json(compiled_point["ir"])
         return judge_compiled(compiled, task, point, timeout=settings.sim_timeout_seconds, compile_s=compile_s,
-                              profile=profile)
+                              profile=profile, backstop=max(settings.sim_backstop_seconds, settings.sim_timeout_seconds))
     except kdt.IRFormatError as exc:
         verdict, message = Verdict.SV, f"security violation: malformed compiled kernel: {exc}"
     except MemoryError:
@@ -156,40 +159,57 @@ def _judge(task_id: int, index: int, compiled_point: dict, settings: Settings, p
 
 
 def grade_source(source: bytes, settings: Settings, points=ALL_POINTS, pool=None, on_result=None,
-                 explanations: dict | None = None) -> list:
+                 explanations: dict | None = None, store=None) -> list:
     """Audit, compile and judge ``points`` of one submission; results in ``points`` order.
 
     ``pool`` is a ``concurrent.futures`` executor (see ``grader.runtime.pool``); None judges in this process.
     ``on_result(PointResult)`` is called as each point finishes (progress bars). With ``explanations`` (a
     dict), every point is judged by ``judge_explained`` and its explanation stored there under
-    ``"TASK.POINT"`` (as ``judger/judger.py --explain`` does; none for a point that ran nothing)."""
+    ``"TASK.POINT"`` (as ``judger/judger.py --explain`` does; none for a point that ran nothing).
+    ``store`` (``grader.service.reuse.LocalResults``, not with ``explanations``): a point whose result it
+    holds (``store.find(compiled point)``) is not simulated but takes it (``reused``), and every fresh
+    result is kept there (``store.keep(compiled point, result)``)."""
     compiled = prepare(source, points, settings)
     judge_point = judge if explanations is None else judge_explained
+    store = store if explanations is None else None
+    reused = {p: r for p in points if store is not None and (r := store.find(compiled[p])) is not None}
 
     def finished(p, outcome) -> PointResult:
         result, expl = outcome if explanations is not None else (outcome, None)
         if expl is not None:
             explanations[f"{p[0]}.{p[1]}"] = expl
+        if store is not None and p not in reused:
+            store.keep(compiled[p], result)
         if on_result:
             on_result(result)
         return result
 
+    done = {p: finished(p, r) for p, r in reused.items()}
+    todo = [p for p in points if p not in reused]
     if pool is None:
-        return [finished(p, judge_point(*p, compiled[p], settings)) for p in points]
+        done.update((p, finished(p, _or_ie(p, lambda p=p: judge_point(*p, compiled[p], settings), explanations)))
+                    for p in todo)
+        return [done[p] for p in points]
     with interrupts_deferred():  # a Ctrl-C waits until the pool's processes are started
         futures = {pool.submit(judge_point, *p, compiled[p], settings): p
-                   for p in sorted(points, key=lambda p: judging_work(*p), reverse=True)}  # largest first
-    done = {}
+                   for p in sorted(todo, key=lambda p: judging_work(*p), reverse=True)}  # largest first
     for fut in concurrent.futures.as_completed(futures):
         p = futures[fut]
-        try:
-            outcome = fut.result()
-        except Exception as exc:  # a pool process died (e.g. killed by the OS): the judge's problem
-            failed = PointResult(*p, Verdict.IE, None, 0.0, f"internal error of the judge: the grading "
-                                 f"process failed ({type(exc).__name__}: {exc}); it will be retried")
-            outcome = failed if explanations is None else (failed, None)
-        done[p] = finished(p, outcome)
+        done[p] = finished(p, _or_ie(p, fut.result, explanations))
     return [done[p] for p in points]
+
+
+def _or_ie(p: tuple[int, int], outcome, explanations) -> PointResult | tuple:
+    """``outcome()`` (a point's judging), or its ``IE`` when the judge failed: a pool process died (e.g.
+    killed by the OS) or the launch passed the wall-clock backstop (``judger.clocks``)."""
+    try:
+        return outcome()
+    except Exception as exc:
+        what = str(exc) if isinstance(exc, WallClockBackstop) else \
+            f"the grading process failed ({type(exc).__name__}: {exc})"
+        failed = PointResult(*p, Verdict.IE, None, 0.0, f"internal error of the judge (not your fault): {what}; "
+                                                        "grade the file again")
+        return failed if explanations is None else (failed, None)
 
 
 def _failure(verdict: str, message: str, compile_s: float, retry: bool = False) -> dict:

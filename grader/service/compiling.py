@@ -2,8 +2,10 @@
 
 ``compile_points`` (``Service.compile``) loads the source from the database (verified against its sha256), runs
 ``grader.judging.pipeline.prepare`` (static audit, one sandboxed child for every requested test point)
-and stores the compiled points (plain JSON, ``db.compiled``); a point with nothing to simulate (CE, SV)
-gets its result in the same transaction (``results.record_at_compile``) and never waits for a worker. A
+and stores the compiled points (plain JSON, ``db.compiled``); a point with nothing to simulate (CE, SV,
+or a result stored for its kernel, ``reuse``) gets its result in the same transaction
+(``results.record_at_compile``) and never waits for a worker. A file identical to one this judge version
+compiled already is not compiled again: its compiled points are copied (not for a ``--fresh`` rejudge). A
 compile that failed because of the judge itself (the sandboxed child died loading our own code) is tried again, then ``IE``. While it compiles it
 holds the lease ``compile N`` (``grader.runtime.heartbeat.CompileLease``), so the sweeper leaves it alone.
 """
@@ -18,10 +20,12 @@ import db
 from db.base import utcnow
 from grader.judging import pipeline
 from grader.judging.pipeline import ALL_POINTS
+from grader.judging.reuse import judge_version
 from grader.runtime import storage
 from grader.runtime.heartbeat import CompileLease
 from grader.runtime.processes import worker_name
 
+from . import reuse
 from .results import record_at_compile
 
 if TYPE_CHECKING:
@@ -65,8 +69,14 @@ def compile_points(service: Service, submission_id: int, points: Iterable[tuple[
         if row is None:
             raise LookupError(f"no submission with id {submission_id}")
         generation = row["generation"]
-        compiled = _compiled(service, submission_id, points)
-        direct = [r for p in points if (r := pipeline.unsimulated(*p, compiled[p])) is not None]
+        with service.session() as session:
+            fresh = db.is_fresh(session, submission_id)
+        compiled = _compiled(service, submission_id, points, None if fresh else row["sha256"])
+        if fresh:
+            for point in compiled.values():
+                point["fresh"] = True
+        reused = service.retry(lambda: reuse.hits(service, compiled), f"looking up results of submission {submission_id}")
+        direct = [r for p in points if (r := reused.get(p) or pipeline.unsimulated(*p, compiled[p])) is not None]
         worker = worker_name()
 
         def store():
@@ -74,7 +84,7 @@ def compile_points(service: Service, submission_id: int, points: Iterable[tuple[
                 db.store_compiled(session, submission_id, compiled)
                 now = utcnow()  # nothing to simulate: recorded now, never queued for a worker
                 recorded = [r for r in direct if record_at_compile(session, submission_id, r, worker, generation, now)]
-                simulated = [p for p in points if "ir" in compiled[p]]
+                simulated = [p for p in points if "ir" in compiled[p] and p not in reused]
                 keys = service.scheduler.reserve(session, submission_id, simulated) if queue and simulated else []
                 return keys, recorded
 
@@ -90,9 +100,17 @@ def _all_compiled(service: Service, submission_id: int, points: list) -> bool:
         return set(points) <= db.compiled_points(session, submission_id)
 
 
-def _compiled(service: Service, submission_id: int, points: list) -> dict:
-    """``pipeline.prepare`` of the stored source, tried again after a fault of the judge; ``IE`` on every
-    point for a source that fails its hash check."""
+def _compiled(service: Service, submission_id: int, points: list, sha256: str | None) -> dict:
+    """The compiled points: an identical file's (same ``sha256``, compiled by this judge version: the
+    compile is a function of the file and the point, judging.md "One test point"; None: do not reuse),
+    else ``pipeline.prepare`` of the stored source, tried again after a fault of the judge; ``IE`` on every
+    point for a source that fails its hash check. Each is tagged with the judge version that compiled it."""
+    if sha256 is not None:
+        with service.session() as session:
+            same = db.compiled_of_source(session, sha256, points, judge_version(), submission_id)
+        if same is not None:
+            log.info("submission %s: the compile of an identical file is reused", submission_id)
+            return same
     try:
         data = service.retry(lambda: service.source(submission_id), f"loading submission {submission_id}")
     except storage.CorruptFile as exc:
@@ -103,7 +121,7 @@ def _compiled(service: Service, submission_id: int, points: list) -> dict:
             break
         log.warning("submission %s: the compile failed because of the judge; trying again", submission_id)
         time.sleep(1.0 + attempt)
-    return compiled
+    return {p: {**c, "judge": judge_version()} for p, c in compiled.items()}
 
 
 def compiled_point(service: Service, submission_id: int, task: int, point: int) -> dict:

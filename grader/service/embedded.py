@@ -120,25 +120,26 @@ def _judge_batch(service: Service, submission_id: int, points, pool, worker: str
                 except concurrent.futures.BrokenExecutor:
                     died.append((task, point))
                     continue
-                futures[future] = (task, point, generation)
+                futures[future] = (task, point, generation, begun.get("key"))
             if not futures:
                 continue
             finished, _ = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_COMPLETED)
             for future in finished:
-                task, point, generation = futures.pop(future)
+                task, point, generation, key = futures.pop(future)
                 try:
                     result, trace = future.result()
                 except Exception:  # the pool process died (killed, out of memory): try the point again
                     died.append((task, point))
                     continue
-                _finish(service, submission_id, result, worker, generation, trace, on_result)
+                _finish(service, submission_id, result, worker, generation, trace, on_result, key)
     return sorted(died)
 
 
 def _finish(service: Service, submission_id: int, result: PointResult, worker: str, generation, trace,
-            on_result) -> None:
-    """``finish_point``, then ``on_result(result)`` if given (progress bars)."""
-    service.finish_point(submission_id, result, worker, generation, trace)
+            on_result, key: str | None = None) -> None:
+    """``finish_point`` (``key``: the simulated compiled point's, to keep the result for reuse), then
+    ``on_result(result)`` if given (progress bars)."""
+    service.finish_point(submission_id, result, worker, generation, trace, key)
     if on_result:
         on_result(result)
 

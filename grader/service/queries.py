@@ -67,7 +67,7 @@ def _point_entry(task: int, point: int, row: dict | None) -> dict:
         "score": row.get("score"), "utilisation": utilisation(task, point, cycles) if state == "done" else None,
         "message": row.get("message") or "", "attempts": row.get("attempts", 0), "worker": row.get("worker"),
         "started_at": iso(row.get("started_at")), "finished_at": iso(row.get("finished_at")),
-        "wall_seconds": row.get("wall_seconds"),
+        "wall_seconds": row.get("wall_seconds"), "reused": bool(row.get("reused")) and state == "done",
         **cycles_needed(task, point, row.get("verdict") if state == "done" else None, row.get("score")),
     }
 

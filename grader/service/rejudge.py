@@ -24,13 +24,14 @@ if TYPE_CHECKING:
 
 
 def rejudge(service: Service, ids: Iterable[int] = (), user: str | None = None, everything: bool = False,
-            on_result=None) -> list[int]:
+            on_result=None, fresh: bool = False) -> list[int]:
     """Grade the chosen submissions again from scratch; returns their ids. ``ids``, ``user`` and
-    ``everything`` combine (union). ``LookupError`` for an unknown id (nothing changes then);
+    ``everything`` combine (union). ``fresh``: compile and simulate every point again, reusing no stored
+    result or compile (``grader.service.reuse``); else an unchanged kernel takes its stored result. ``LookupError`` for an unknown id (nothing changes then);
     ``ServiceUnavailable`` when the database is unreachable. Embedded mode in a command grades them
     here, before returning (``on_result`` sees each point); the server queues them for its grading
     threads."""
-    chosen, keys = _in_transaction(_start, service, ids, user, everything)
+    chosen, keys = _in_transaction(_start, service, ids, user, everything, fresh)
     _send(service, chosen, keys, on_result)
     return chosen
 
@@ -77,16 +78,18 @@ def _start_filtered(service: Service, chosen: SubmissionFilter, requested_by: in
     return (batch_id, ids), keys
 
 
-def _generations(service: Service, session, ids: Iterable[int]) -> list[str]:
-    """Start a new generation of each submission and reserve its grading; the keys for ``send``."""
+def _generations(service: Service, session, ids: Iterable[int], fresh: bool = False) -> list[str]:
+    """Start a new generation of each submission (``fresh``: reusing nothing) and reserve its grading; the
+    keys for ``send``."""
     keys = []
     for submission_id in sorted(ids):
-        db.start_rejudge(session, submission_id)
+        db.start_rejudge(session, submission_id, fresh=fresh)
         keys += service.scheduler.reserve(session, submission_id)
     return keys
 
 
-def _start(service: Service, ids: Iterable[int], user: str | None, everything: bool) -> tuple[list[int], list[str]]:
+def _start(service: Service, ids: Iterable[int], user: str | None, everything: bool,
+           fresh: bool = False) -> tuple[list[int], list[str]]:
     """The new generations of the chosen submissions and what their grading needs, in one transaction:
     ``(ids, keys for Scheduler.send)``."""
     with service.session() as session:
@@ -95,5 +98,5 @@ def _start(service: Service, ids: Iterable[int], user: str | None, everything: b
             chosen.update(db.submission_ids(session, user))
         if everything:
             chosen.update(db.submission_ids(session))
-        keys = _generations(service, session, chosen)
+        keys = _generations(service, session, chosen, fresh)
     return sorted(chosen), keys

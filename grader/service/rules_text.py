@@ -47,8 +47,9 @@ SCORING = {
     "trials": (f"Each test point runs {TRIALS} trials, each on different random inputs (the same inputs for "
                f"every submission); it is AC only if every trial's output is correct. Its cycles are the same "
                f"in every trial: timing never depends on the data."),
-    "time_limit": (f"Time limit: {TIMEOUT_S:g} s of wall-clock time per kernel launch (one trial) on the "
-                   f"judge's machine; a launch that runs longer is TLE."),
+    "time_limit": (f"Time limit: {TIMEOUT_S:g} s of CPU time per kernel launch (one trial) on the judge's "
+                   f"machine, however busy it is; a launch that uses more is TLE. (The contest's local judger, "
+                   f"judger/judger.py, counts wall-clock time.)"),
     "task": "A task's score is the mean of its test points' scores times its weight / 100.",
     "total": "The total is the sum of the four task scores: 100 at most.",
     "leaderboard": ("On the leaderboard each contestant has one row: their best whole submission, by its "

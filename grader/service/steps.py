@@ -3,7 +3,9 @@
 ``begin_point`` claims it (skip a point that already has a verdict of the current generation, or that
 another worker is judging with a live heartbeat; ``db.claim_attempt`` and commit; past ``max_attempts``
 the point ends as ``IE``; a point whose submission spent its simulation budget,
-``KDT_GRADE_SIM_BUDGET_SECONDS``, is ``TLE`` without simulation; else hand back its compiled point),
+``KDT_GRADE_SIM_BUDGET_SECONDS``, is ``TLE`` without simulation; a point whose kernel an identical
+submission's simulation already judged takes that result, ``reuse.lookup``; else hand back its compiled
+point),
 ``grader.judging.pipeline.judge`` judges it
 (anywhere), ``finish_point`` records the result and commits, then tries the totals in a new transaction
 (``finalize``), so the last point to finish stores them. ``judge_point`` is the whole life in this
@@ -16,6 +18,8 @@ that actually starts judging) does.
 """
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -25,15 +29,19 @@ from db.base import utcnow
 from grader.judging import pipeline
 from grader.runtime.heartbeat import Heartbeat
 from grader.runtime.processes import worker_gone, worker_name
+from judger.clocks import WallClockBackstop
 from judger.scoring import task_score
 from judger.tasks import POINTS_PER_TASK, WEIGHTS
 from judger.verdicts import PointResult, Verdict
 
+from . import reuse
 from .compiling import compiled_point
 from .results import record
 
 if TYPE_CHECKING:
     from .facade import Service
+
+log = logging.getLogger(__name__)
 
 
 def begin_point(service: Service, submission_id: int, task: int, point: int, worker: str):
@@ -68,7 +76,8 @@ def claim_point(service: Service, submission_id: int, task: int, point: int, wor
         return over, generation
     compiled = service.retry(lambda: compiled_point(service, submission_id, task, point),
                              f"loading compiled point {task}.{point} of submission {submission_id}")
-    return compiled, generation
+    reused = service.retry(lambda: reuse.lookup(service, compiled), f"looking up the result of point {task}.{point}")
+    return (compiled if reused is None else reused), generation
 
 
 def _died_too_often(task: int, point: int, died: int) -> PointResult:
@@ -136,17 +145,18 @@ def _alive(service: Service, row: dict) -> bool:
 
 
 def finish_point(service: Service, submission_id: int, result: PointResult, worker: str,
-                 generation: int | None = None, trace: bytes | None = None) -> dict | None:
+                 generation: int | None = None, trace: bytes | None = None, key: str | None = None) -> dict | None:
     """Record a test point's result and its trace (``pipeline.judge_traced``; None deletes an old one)
-    in one transaction (idempotent), then try the totals in a new transaction; both are retried while
-    the database is away."""
+    in one transaction (idempotent), with the result kept for reuse under ``key`` (its compiled point's,
+    when it was simulated), then try the totals in a new transaction; both are retried while the
+    database is away."""
     if generation is None:
         with service.session() as session:
             generation = db.get_submission(session, submission_id)["generation"]
 
     def write():
         with service.session() as session:
-            record(session, submission_id, result, worker, generation, trace)
+            record(session, submission_id, result, worker, generation, trace, key=key)
 
     service.retry(write, f"recording test point {result.task}.{result.point} of submission {submission_id}")
     return service.retry(lambda: service.finalize(submission_id), f"storing the totals of submission {submission_id}")
@@ -169,12 +179,28 @@ def judge_point(service: Service, submission_id: int, task: int, point: int, wor
     worker = worker or worker_name()
     owned: list = []  # the point once claimed: it beats until its result is recorded
     with Heartbeat(service, submission_id, owned, worker):
-        begun, generation = claim_point(service, submission_id, task, point, worker, owned=owned)
-        if begun is None:
-            return None
-        if isinstance(begun, PointResult):
-            result, trace = begun, None
-        else:
-            result, trace = (run or pipeline.judge_traced)(task, point, begun, service.settings)
-        service.finish_point(submission_id, result, worker, generation, trace)
+        for attempt in range(1, service.settings.max_attempts + 1):
+            begun, generation = claim_point(service, submission_id, task, point, worker, owned=owned)
+            if begun is None:
+                return None
+            key = None
+            if isinstance(begun, PointResult):
+                result, trace = begun, None
+                break
+            try:
+                result, trace = (run or pipeline.judge_traced)(task, point, begun, service.settings)
+                key = begun.get("key")
+                break
+            except WallClockBackstop as exc:  # the machine's fault: claimed again (one more attempt)
+                result, trace = _overloaded(task, point, exc), None
+                log.warning("test point %s.%s of submission %s: %s (attempt %s)", task, point, submission_id,
+                            exc, attempt)
+                time.sleep(min(30.0, 2.0 * attempt))
+        service.finish_point(submission_id, result, worker, generation, trace, key)
     return result
+
+
+def _overloaded(task: int, point: int, exc: WallClockBackstop) -> PointResult:
+    """The ``IE`` of a point whose every attempt passed the wall-clock backstop (``judger.clocks``)."""
+    return PointResult(task, point, Verdict.IE, None, 0.0,
+                       f"internal error of the judge (not your fault): {exc}; an organiser will grade it again")

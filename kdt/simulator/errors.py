@@ -37,7 +37,7 @@ class SPMOverflowError(LaunchError, builtins.RuntimeError):
 
 
 class SimulationTimeout(LaunchError, builtins.TimeoutError):
-    """The simulation ran past its wall-clock limit (20 s per launch by default)."""
+    """The simulation ran past its time limit (20 s of wall-clock time per launch by default; ``kdt.simulator.clock``)."""
 
 
 class InternalError(LaunchError, builtins.RuntimeError):

@@ -1,10 +1,10 @@
 """``launch_kernel``: check, simulate every job, place jobs on SMs (spec kdt-semantics.md §1, §3, §4)."""
 import sys
-import time
 
 import numpy as np
 
 from ..ir.kernel import CompiledKernel
+from .clock import TimeLimit
 from .errors import SPMOverflowError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
 from .errors import ValueError as LaunchValueError
@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_TIMEOUT", "launch_kernel", "prepare_blas_control"]
 
 def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec, *,
                   timeout: float = DEFAULT_TIMEOUT, profile=None, print_file=None, timing: bool = True,
-                  record=None) -> int | None:
+                  record=None, clock=None) -> int | None:
     """Simulate ``compiled`` on ``tpu_spec`` and return the kernel's cycles.
 
     ``io_tensors`` must have exactly the compile-time names, shapes and dtypes (CPU tensors); outputs are
@@ -39,13 +39,14 @@ def launch_kernel(compiled: CompiledKernel, io_tensors: dict, tpu_spec: TPUSpec,
 
     Raises ``ValueError`` (bad arguments), ``RuntimeError`` (SPM overflow, before job 0),
     ``IndexError`` (a view outside its storage), ``ShapeError``/``TypeError`` (launch-time checks) and
-    ``TimeoutError`` after ``timeout`` seconds of wall-clock time.
+    ``TimeoutError`` after ``timeout`` seconds of wall-clock time, or of ``clock`` when given (seconds, e.g.
+    ``time.process_time``: see ``kdt.simulator.clock.TimeLimit``; what ``clock`` raises propagates).
     """
     with no_cyclic_gc():
-        return _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing, record)
+        return _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing, record, clock)
 
 
-def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing, record):
+def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing, record, clock):
     import torch
 
     if not isinstance(compiled, CompiledKernel):
@@ -60,10 +61,10 @@ def _launch(compiled, io_tensors, tpu_spec, timeout, profile, print_file, timing
     arrays, write_back = io_arrays(kernel, io_tensors)
     _check_spm(kernel, tpu_spec)
     storages = [new_storage(st, arrays.get(st.id)) for st in kernel.storages]
-    deadline = time.monotonic() + timeout
+    limit = TimeLimit(timeout, clock)
     if profile is not None:
         profile.start()
-    state = JobState(deadline)
+    state = JobState(limit)
     out = print_file if print_file is not None else None
     body = ProgramBuilder(kernel, storages, tpu_spec, state, lambda: out or sys.stdout, timing=timing).build()
     if record is not None:
@@ -94,10 +95,10 @@ def _run_jobs(kernel, body, state: JobState, profile, storages) -> list:
     to_zero = spm_to_zero(kernel)
     job_cycles = []
     base = 0
-    now = time.monotonic
+    passed = state.limit.passed
     for job in range(kernel.num_jobs):
-        if now() > state.deadline:
-            raise SimulationTimeout(f"simulation passed its wall-clock limit before job {job}")
+        if passed():
+            raise SimulationTimeout(f"simulation passed its {state.limit.name} before job {job}")
         env = [None] * kernel.num_slots
         env[0] = job
         state.start_job(job, base, profile.trace_for(job) if profile is not None else None)
@@ -106,8 +107,8 @@ def _run_jobs(kernel, body, state: JobState, profile, storages) -> list:
         body(env)
         job_cycles.append(state.job_end - base)
         base = state.job_end
-    if now() > state.deadline:  # a long last instruction: finishing late is still a timeout
-        raise SimulationTimeout("simulation passed its wall-clock limit in the last job")
+    if passed():  # a long last instruction: finishing late is still a timeout
+        raise SimulationTimeout(f"simulation passed its {state.limit.name} in the last job")
     return job_cycles
 
 

@@ -14,6 +14,7 @@ from ..ir import nodes as ir
 from ..ir.affine import expr_type
 from ..ir.ops import MATRIX, MEMORY, OPS, RAISE_KINDS, UNIT_OF_CLASS, VECTOR, space_problem
 from . import errors as launch_errors
+from .clock import TimeLimit
 from .errors import LaunchError, MemorySpaceError, ShapeError, SimulationTimeout
 from .errors import TypeError as LaunchTypeError
 from .errors import UFuncTypeError
@@ -41,11 +42,11 @@ class JobState:
     instructions a stall waits for (``kdt.simulator.explain``).
     """
 
-    __slots__ = ("next_issue", "free", "job_end", "base", "trace", "deadline", "job", "record", "record_cap",
+    __slots__ = ("next_issue", "free", "job_end", "base", "trace", "limit", "job", "record", "record_cap",
                  "access", "unit_owner", "last_holder")
 
-    def __init__(self, deadline: float):
-        self.deadline = deadline
+    def __init__(self, limit: TimeLimit):
+        self.limit = limit
         self.base = 0
         self.record = None  # a list receiving (bind, ins, out, val, line) per executed tile instruction
         self.record_cap = 0
@@ -161,8 +162,8 @@ class ProgramBuilder:
         return run_block
 
     def stmt(self, s):
-        if time.monotonic() > self.state.deadline:  # a huge (hostile) IR must not outlast the limit
-            raise SimulationTimeout("simulation passed its wall-clock limit while preparing the kernel")
+        if self.state.limit.passed():  # a huge (hostile) IR must not outlast the limit
+            raise SimulationTimeout(f"simulation passed its {self.state.limit.name} while preparing the kernel")
         t = type(s)
         if t is ir.Inst:
             return self.inst(s)
@@ -202,12 +203,12 @@ class ProgramBuilder:
             if type(lo) not in (int, bool) or type(hi) not in (int, bool):
                 raise LaunchTypeError(f"Line {line}: range() bounds must be ints, got "
                                       f"{type(lo).__name__} {lo!r} and {type(hi).__name__} {hi!r}")
-            deadline = state.deadline
+            limit = state.limit
             for i in range(lo, hi):
                 env[slot] = i
                 body(env)
-                if now() > deadline:
-                    raise SimulationTimeout(f"simulation passed its wall-clock limit (at line {line})")
+                if now() > limit.deadline and limit.expired():
+                    raise SimulationTimeout(f"simulation passed its {limit.name} (at line {line})")
         return run_for
 
     def branch(self, s: ir.If):

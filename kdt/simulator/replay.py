@@ -14,10 +14,10 @@ it keeps no array of the recorded launch. It is bounded: past ``max_steps`` exec
 abandoned (``complete`` stays False) and the launch goes on unaffected.
 """
 import sys
-import time
 
 import numpy as np
 
+from .clock import TimeLimit
 from .errors import SimulationTimeout
 from .errors import ValueError as LaunchValueError
 from .host import io_arrays, no_cyclic_gc, single_threaded_blas
@@ -80,7 +80,8 @@ class Recording:
         self.complete = True
 
 
-def replay_kernel(recording: Recording, io_tensors: dict, *, timeout: float = 20.0, print_file=None) -> None:
+def replay_kernel(recording: Recording, io_tensors: dict, *, timeout: float = 20.0, print_file=None,
+                  clock=None) -> None:
     """Do the numpy work of the launch ``recording`` holds on ``io_tensors``, as
     ``launch_kernel(compiled, io_tensors, spec, timing=False)`` of that launch's kernel and spec would.
 
@@ -88,19 +89,20 @@ def replay_kernel(recording: Recording, io_tensors: dict, *, timeout: float = 20
     ``launch_kernel``); outputs are written into them in place, ``kdt.print`` output goes to
     ``print_file`` (stdout by default). SPM tiles start zeroed, as in any launch. Returns None (the
     cycles are the recorded launch's). ``ValueError`` when the recording is not ``complete``;
-    ``TimeoutError`` (``SimulationTimeout``) after ``timeout`` seconds of wall-clock time.
+    ``TimeoutError`` (``SimulationTimeout``) after ``timeout`` seconds of wall-clock time, or of ``clock``
+    when given (as ``launch_kernel``'s).
     """
     with no_cyclic_gc():
-        _replay(recording, io_tensors, timeout, print_file)
+        _replay(recording, io_tensors, timeout, print_file, clock)
 
 
-def _replay(recording, io_tensors, timeout, print_file):
+def _replay(recording, io_tensors, timeout, print_file, clock):
     import torch
 
     if not isinstance(recording, Recording) or not recording.complete:
         raise LaunchValueError("replay_kernel needs a complete Recording (a launch that recorded every "
                                "instruction and ended without an error)")
-    deadline = time.monotonic() + timeout
+    limit = TimeLimit(timeout, clock)
     kernel = recording.kernel
     arrays, write_back = io_arrays(kernel, io_tensors)
     buffers = [arrays[st.id] if st.id in arrays else np.zeros(st.numel, dtype=_NP_DTYPE[st.dtype])
@@ -115,18 +117,18 @@ def _replay(recording, io_tensors, timeout, print_file):
     runs = [bind([datas[i] for i in ins], None if o is None else targets[o], val, stream)
             for bind, ins, o, val, _ in recording.steps]
     steps = recording.steps
-    now = time.monotonic
+    passed = limit.passed
     try:
         with np.errstate(all="ignore"), single_threaded_blas():
-            if kernel.num_jobs and now() > deadline:
-                raise SimulationTimeout("simulation passed its wall-clock limit before job 0")
+            if kernel.num_jobs and passed():
+                raise SimulationTimeout(f"simulation passed its {limit.name} before job 0")
             for lo in range(0, len(runs), _CHECK_EVERY):
-                if now() > deadline:
-                    raise SimulationTimeout(f"simulation passed its wall-clock limit (at line {steps[lo][4]})")
+                if passed():
+                    raise SimulationTimeout(f"simulation passed its {limit.name} (at line {steps[lo][4]})")
                 for run in runs[lo:lo + _CHECK_EVERY]:
                     run()
-        if now() > deadline:
-            raise SimulationTimeout("simulation passed its wall-clock limit in the last job")
+        if passed():
+            raise SimulationTimeout(f"simulation passed its {limit.name} in the last job")
     finally:
         for tensor, array in write_back:
             tensor.copy_(torch.from_numpy(array.reshape(tuple(tensor.shape))))

@@ -10,7 +10,8 @@ from db.models import metadata
 from db.session import make_engine
 
 TABLES = {"users", "submissions", "test_point_results", "compiled_points", "contest_settings", "outbox", "leases",
-          "point_traces", "web_sessions", "clarifications", "announcements", "message_marks", "rejudge_batches", "rejudge_batch_items"}
+          "point_traces", "web_sessions", "clarifications", "announcements", "message_marks", "rejudge_batches", "rejudge_batch_items",
+          "reusable_results"}
 
 
 def _differences(url):

@@ -91,8 +91,9 @@ def test_wrong_result_runtime_error_and_timeout_lines(capsys):
     # testcase 1 has 8192 jobs: far past 0.01 s; testcase 0 takes about that long, so it may pass or not
     tle = run_main(capsys, "--kernel-impl-path", fixture_path("slow"), "--task", "1", "--timeout", "0.01").splitlines()
     first = re.fullmatch(r"Testcase 0 passed, num_cycles: \d+( \([\d.]+% of MXM's peak\))?, score: ([\d.]+)", tle[1])
-    assert first is not None or (tle[1].startswith("simulation passed its wall-clock limit before job ")
-                                 and tle[2] == "Simulation timeout"), tle
+    assert first is not None or (tle[1].startswith(("simulation passed its wall-clock limit before job ",
+                                                    "simulation passed its wall-clock limit while preparing"))
+                                 and tle[2] == "Simulation timeout"), tle  # (on a busy machine, even building it)
     task_score = float(first.group(2)) / 2 * 10 / 100 if first else 0.0  # the mean of 2 points, weight 10
     assert tle[-2] == "Simulation timeout" and tle[-1] == f"Task 1 (vector add) score: {task_score:.1f} / 10.0"
     assert tle[-3].startswith("simulation passed its wall-clock limit")

@@ -11,7 +11,7 @@ def test_verdicts():
     assert Verdict("TLE") is Verdict.TLE and Verdict.TLE == "TLE"
     assert all(v.description for v in Verdict)
     assert (Verdict.WA.description, Verdict.TLE.explanation) == (
-        "wrong answer", "a launch ran past the wall-clock time limit")
+        "wrong answer", "a launch ran past its time limit (on the judge: CPU time, whatever the machine's load)")
 
 
 def test_round_trip_through_json():
@@ -20,9 +20,13 @@ def test_round_trip_through_json():
     data = json.loads(json.dumps(r.to_dict()))
     assert data == {"task": 2, "point": 1, "verdict": "AC", "cycles": 75178, "score": 35.064761341250616,
                     "message": "", "timings": {"compile_s": 0.1, "simulate_s": 2.0, "total_s": 2.5},
-                    "utilisation": 0.6538082949799143}
+                    "utilisation": 0.6538082949799143, "reused": False}
     back = PointResult.from_dict(data)
     assert back == r and back.verdict is Verdict.AC
+    reused = PointResult(**{**vars(r), "reused": True})
+    assert PointResult.from_dict(json.loads(json.dumps(reused.to_dict()))).reused is True
+    del data["reused"]  # a result written before reuse existed reads as not reused
+    assert PointResult.from_dict(data) == r
 
 
 def test_defaults_and_string_verdict():
@@ -36,7 +40,7 @@ def test_defaults_and_string_verdict():
     {"verdict": "OK"}, {"score": 101.0}, {"score": -1}, {"score": float("nan")}, {"verdict": "WA", "score": 5.0},
     {"cycles": -1}, {"cycles": 1.5}, {"task": 0}, {"point": -1}, {"task": "1"}, {"message": None},
     {"timings": {"compile_s": 1}}, {"timings": {"compile_s": -1.0, "simulate_s": 0.0, "total_s": 0.0}},
-    {"utilisation": "high"}, {"extra": 1},
+    {"utilisation": "high"}, {"extra": 1}, {"reused": 1},
 ])
 def test_from_dict_rejects_malformed(change):
     good = PointResult(1, 0, Verdict.AC, 10, 100.0).to_dict()

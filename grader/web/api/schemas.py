@@ -33,6 +33,8 @@ class Point(BaseModel):
     started_at: str | None
     finished_at: str | None
     wall_seconds: float | None
+    reused: bool = Field(description="the result was copied from an identical kernel's earlier simulation "
+                                     "(same IR, point and judge version), not simulated again")
     cycles_for_100: int = Field(description="the point's threshold: at most this many cycles score 100")
     cycles_for_plus_10: int | None = Field(
         description="the most cycles that score 10 points more than now (100 at most); null unless AC below 100")

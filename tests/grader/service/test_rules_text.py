@@ -56,7 +56,8 @@ def test_the_rules_spell_out_verdicts_tolerances_trials_and_time_limit(make_depl
         "gives the worst errors).",
         "CE (compile error): the file, its get_kernel or the kernel's compilation failed.",
         "RE (runtime error): the launch failed (out-of-bounds view, SPM overflow, shape or type error).",
-        "TLE (time limit exceeded): a launch ran past the wall-clock time limit.",
+        "TLE (time limit exceeded): a launch ran past its time limit (on the judge: CPU time, whatever the "
+        "machine's load).",
         "MLE (memory limit exceeded): the grading process ran past its memory limit.",
         "SV (security violation): the audit or the sandbox stopped the submission.",
         "IE (internal error): the judge's own fault, never the submission's: the point is graded again, "
@@ -79,8 +80,9 @@ def test_the_rules_spell_out_verdicts_tolerances_trials_and_time_limit(make_depl
         "trial: timing never depends on the data.")
     assert TRIALS == 3 and TIMEOUT_S == 20.0
     assert doc["scoring"]["time_limit"] == (
-        "Time limit: 20 s of wall-clock time per kernel launch (one trial) on the judge's machine; a launch "
-        "that runs longer is TLE.")
+        "Time limit: 20 s of CPU time per kernel launch (one trial) on the judge's machine, however busy it "
+        "is; a launch that uses more is TLE. (The contest's local judger, judger/judger.py, counts wall-clock "
+        "time.)")
     assert doc["scoring"]["point"] == (
         "A correct test point (verdict AC) with threshold T scores 100 if its cycles are at most T, else "
         "10 + 90 * (T / cycles)^4: between 10 and 100, and twice T's cycles score 10 + 90/16 = 15.625. "

@@ -57,11 +57,11 @@ def test_the_rules_page_shows_every_threshold_and_the_limits_set(server):
     doc = contestant_rules(server.deployment.service)
     items = re.findall(r'<li data-verdict="([A-Z]+)">([^<]*)</li>', html)
     assert [(v, unescape(text)) for v, text in items] == [(v["verdict"], v["text"]) for v in doc["verdicts"]]
-    assert unescape(items[4][1]) == "TLE (time limit exceeded): a launch ran past the wall-clock time limit."
+    assert unescape(items[4][1]) == "TLE (time limit exceeded): a launch ran past its time limit (on the judge: CPU time, whatever the machine's load)."
     for key in ("trials", "correct", "time_limit"):
         paragraph = re.search(rf'<p id="rules-{key.replace("_", "-")}">([^<]*)</p>', html).group(1)
         assert unescape(paragraph) == doc["scoring"][key], key
-    assert "Time limit: 20 s of wall-clock time per kernel launch (one trial) on the judge&#39;s machine" in html
+    assert "Time limit: 20 s of CPU time per kernel launch (one trial) on the judge&#39;s machine" in html
     assert "tasks 2, 3 and 4: abs_tol 1e-05, rel_tol 0.002." in html
 
     # linked from the header of every page, logged in or not
