@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     sim_budget_seconds: float = Field(100.0, ge=0, description="per submission: once its finished points took "
                                                                "this many seconds of simulation, the rest are "
                                                                "`TLE` unsimulated (0: no budget)")
+    reuse_results: bool = Field(True, description="1: a test point whose compiled kernel this judge version "
+                                                  "already simulated takes that stored result (marked "
+                                                  "reused) and an identical file's compile is copied; 0: "
+                                                  "simulate everything (fresh results are stored either way)")
     grade_memory_mb: int = Field(4096, ge=512, description="per grading process (`MLE`)")
     grade_nice: int = Field(10, ge=0, le=19, description="CPU niceness of the pool's grading processes and the "
                                                           "compile children: a server on the same machine keeps "

@@ -31,10 +31,13 @@ for _command in (admin_clarifications, admin_answer, admin_ignore, admin_announc
 
 @admin.command("init-db")
 def init_db() -> None:
-    """Create the database schema, or upgrade it to the newest revision (repeatable)."""
+    """Create the database schema, or upgrade it to the newest revision (repeatable); drop the reusable
+    results of other judge versions."""
     with Service() as service:
-        service.init_db()
+        purged = service.init_db()
         out.print(f"database at head: {safe(safe_url(service.settings.db_url))}", soft_wrap=True)
+        if purged:
+            out.print(f"dropped {purged} stored result(s) of another judge version")
 
 
 @admin.command()

@@ -70,7 +70,7 @@ def compile_points(service: Service, submission_id: int, points: Iterable[tuple[
             raise LookupError(f"no submission with id {submission_id}")
         generation = row["generation"]
         with service.session() as session:
-            fresh = db.is_fresh(session, submission_id)
+            fresh = db.is_fresh(session, submission_id) or not service.settings.reuse_results
         compiled = _compiled(service, submission_id, points, None if fresh else row["sha256"])
         if fresh:
             for point in compiled.values():

@@ -18,7 +18,9 @@ from typing import TypeVar
 
 import db
 from db.migrate import upgrade
+from db.reuse import purge_other_versions
 from grader.config import Settings, load_settings
+from grader.judging.reuse import judge_version
 from grader.runtime import storage
 from grader.runtime.retries import retry_transient
 
@@ -63,9 +65,13 @@ class Database:
         """``fn()`` with transient database/broker errors retried (``KDT_GRADE_TRANSIENT_RETRY_SECONDS``)."""
         return retry_transient(fn, self.settings.transient_retry_seconds, what)
 
-    def init_db(self) -> None:
-        """Create or upgrade the schema (``admin init-db``; the compose file's ``migrate`` step)."""
+    def init_db(self) -> int:
+        """Create or upgrade the schema (``admin init-db``; the compose file's ``migrate`` step, run at every
+        deployment) and drop the reusable results of other judge versions (``db.reuse``: no key of this
+        judge can match them); returns how many went."""
         ensure_schema(self._database_url(), force=True)
+        with self.session() as session:
+            return purge_other_versions(session, judge_version())
 
     def close(self) -> None:
         """Release the engine (made again on next use)."""

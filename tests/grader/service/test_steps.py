@@ -243,3 +243,34 @@ def test_the_embedded_sweeper_grades_stuck_and_missing_points(deployment, submis
     state = service.status(submission_id)
     assert state["status"] == "done" and state["points"][1]["attempts"] == 2
     assert service.sweep(older_than=0) == []
+
+
+def test_a_launch_past_the_wall_clock_backstop_is_graded_again_and_ends_as_ie_if_it_keeps_failing(
+        deployment, submission_id):
+    from grader.judging import pipeline
+    from judger.clocks import WallClockBackstop
+
+    service, calls = deployment.service, []
+
+    def overloaded_once(task, point, compiled, settings):  # the machine was overloaded during the first try
+        calls.append((task, point))
+        if len(calls) == 1:
+            raise WallClockBackstop("the launch took more than 120 s of wall-clock time")
+        return pipeline.judge_traced(task, point, compiled, settings)
+
+    result = service.judge_point(submission_id, 1, 0, worker="host:1", run=overloaded_once)
+    assert calls == [(1, 0), (1, 0)] and result.verdict is Verdict.CE
+    row = _row(deployment, submission_id, 1, 0)
+    assert (row["verdict"], row["attempts"], row["message"]) == ("CE", 2, CE["message"])
+
+    def always_overloaded(task, point, compiled, settings):
+        calls.append((task, point))
+        raise WallClockBackstop("the launch took more than 120 s of wall-clock time")
+
+    calls.clear()
+    result = service.judge_point(submission_id, 1, 1, worker="host:1", run=always_overloaded)
+    assert len(calls) == 3 and result.verdict is Verdict.IE  # max_attempts tries, then the judge's fault
+    assert result.message == ("internal error of the judge (not your fault): the launch took more than 120 s of "
+                              "wall-clock time; an organiser will grade it again")
+    row = _row(deployment, submission_id, 1, 1)
+    assert (row["verdict"], row["attempts"], row["score"]) == ("IE", 3, 0.0)
