@@ -50,12 +50,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .audit_policy import (ALLOWED_DUNDER_STORES, ALLOWED_MODULES, ATTRIBUTE_STRING, BANNED_NAMES, DENIED_ATTRIBUTES,
+from ..audit_policy import (ALLOWED_DUNDER_STORES, ALLOWED_MODULES, ATTRIBUTE_STRING, BANNED_NAMES, DENIED_ATTRIBUTES,
                            DENIED_ROUTES, ENTRY_POINTS, FIXED_FORM_HELPERS, INTROSPECTION_ATTRIBUTES,
                            MAX_ALIAS_STEPS, MAX_AST_NODES, MAX_QUOTED_CHARS, MAX_VIOLATIONS,
                            MAX_ALIAS_BINDINGS, MAX_ALIAS_DEPTH, PASSIVE_DECORATORS, REEXPORTED_PACKAGES, RULES,
                            SELF_MATCHING_CLASSES, STDLIB_MODULES, STDLIB_SUBMODULES, TOP_LEVEL_STATEMENTS)
-from .pyparse import parse, source_encoding
+from ..pyparse import parse, source_encoding
 
 __all__ = [
     "ALLOWED_MODULES", "BANNED_NAMES", "DENIED_ATTRIBUTES", "DENIED_ROUTES", "ENTRY_POINTS", "INTROSPECTION_ATTRIBUTES",
