@@ -1,4 +1,4 @@
-"""Tests for grader/judging/audit.py: the static audit of a submission (issue 5)."""
+"""Tests for grader/judging/audit/: the static audit of a submission (issue 5)."""
 import dataclasses
 import json
 import textwrap
