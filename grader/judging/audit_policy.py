@@ -5,8 +5,9 @@ Every table is one kind of rule: :data:`RULES` (the rule ids a violation carries
 and the standard library's allowed parts, :data:`BANNED_NAMES` (builtins), :data:`DENIED_ROUTES` and
 :data:`DENIED_ATTRIBUTES` (file, native-code and escape routes), the introspection attributes, the
 decorators and dunder stores the audit lets pass, and the shapes it follows (aliases, attribute strings,
-top-level statements). Tightening the audit is a change here; following a new syntax is one in
-``grader.judging.audit``.
+top-level statements). Tightening the audit is a change here; following a new syntax is one in the
+``grader.judging.audit`` package (the rules module of its concern: ``names``, ``attributes``, ``calls``,
+``patterns``).
 """
 from __future__ import annotations
 
