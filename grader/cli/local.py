@@ -191,6 +191,9 @@ def local(file: Path, task_id: str | None, as_json: bool, explain: bool, fresh: 
     except pipeline.Rejected as exc:
         err.print(f"[red]refused:[/red] {safe(file.name)}: {safe(exc)}")
         sys.exit(2)
+    # The warm compile template imports numpy and torch while this process starts its grading pool and
+    # audits the file: the compile forks from it instead of starting a fresh interpreter afterwards.
+    pipeline.prestart(settings.sandbox_limits)
     points = [p for p in pipeline.ALL_POINTS if task_id is None or p[0] == int(task_id)]
     explanations = {} if explain else None
     store = None if no_reuse or explain else reuse.local_results(cache_dir(), fresh)

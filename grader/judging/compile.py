@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import kdt
 from kdt.ir.serialize import MAX_BYTES, MAX_NODES, IRFormatError, kernel_from_dict
 
-from .sandbox import SandboxLimits, SandboxRun, run_sandboxed
+from .sandbox import SandboxLimits, SandboxRun, prestart_warm, run_sandboxed
 
 SUBMISSION_NAME = "submission.py"
 # What a warm compile child finds imported (grader.judging.warm): the compile child's own imports (not
@@ -82,6 +82,13 @@ def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> Co
         return CompileOutcome({p: bad for p in points}, run, events)
     missing = Failure("CE", _death_message(run, limits))
     return CompileOutcome({p: _explain(kernels.get(p, missing), limits) for p in points}, run, events)
+
+
+def prestart(limits: SandboxLimits, wait: bool = False) -> bool:
+    """Start the warm template that ``compile_submission`` forks from (``limits.warm``, contained runs),
+    now and in the background (``wait``: until it is ready), so that this judge process's first compile,
+    its first submission after a start or restart, is warm too. Returns whether one is being started."""
+    return limits.warm and prestart_warm(WARM_MODULES, wait)
 
 
 def _explain(result, limits: SandboxLimits):

@@ -10,8 +10,9 @@ the embedded mode and the Celery workers, so all of them give identical numbers.
    ``PointResult``; a ``MemoryError`` of this process becomes ``MLE``. ``judge_traced`` also returns the
    compressed trace of the first trial (``grader.judging.trace_record``), which the service stores for the pages.
 
-``grade_source`` chains both, fanning the test points out over a process pool whose workers carry the
-grading memory limit.
+``prestart(limits, wait)`` starts the warm template step 1 forks from (``grader.judging.compile.prestart``)
+when a judge process starts, so its first compile is warm too. ``grade_source`` chains both, fanning the
+test points out over a process pool whose workers carry the grading memory limit.
 
 kdt and ``judger.grading`` (so torch) are imported by ``judge`` when it first runs, in the process that
 simulates: the HTTP processes and the CLI import this module through ``grader.service`` and never judge.
@@ -27,7 +28,7 @@ from judger.verdicts import PointResult, Verdict
 
 from . import trace_record as traces
 from .audit import audit_source
-from .compile import MAX_MESSAGE_CHARS, Failure, compile_submission
+from .compile import MAX_MESSAGE_CHARS, Failure, compile_submission, prestart  # noqa: F401 (prestart: for the judges)
 from .pyparse import check_syntax, source_encoding
 from .reuse import result_key
 

@@ -296,9 +296,7 @@ def _start_contained(python, config, group, limits, warm=(), site_dir="") -> San
     config["entry"][3].extend(["--result-fd", str(result_w)])
     os.write(config_fd, marshal.dumps(config))
     os.lseek(config_fd, 0, os.SEEK_SET)
-    env = {"PATH": "/usr/bin:/bin", "HOME": config["out"], "LANG": "C.UTF-8", "TMPDIR": config["out"],
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = _contained_env(config["out"])
     start = time.monotonic()
     try:
         if warm:
@@ -336,6 +334,33 @@ def _start_contained(python, config, group, limits, warm=(), site_dir="") -> San
     return _contained_outcome(status, out, err, result, control, group, start)
 
 
+def _contained_env(out: str) -> dict:
+    """The environment of a contained run (the same for every run: its ``out`` directory is one path)."""
+    return {"PATH": "/usr/bin:/bin", "HOME": out, "LANG": "C.UTF-8", "TMPDIR": out,
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _template_key(python, site_dir, env, modules) -> "warm_starts.TemplateKey":
+    return warm_starts.TemplateKey(python, site_dir, tuple(sorted(env.items())), tuple(modules))
+
+
+def prestart_warm(warm: tuple, wait: bool = False) -> bool:
+    """Start this process's warm template of ``warm`` now (``grader.judging.warm.prestart``: in a thread;
+    with ``wait`` until it is ready), exactly the one a contained run of ``warm`` would start on first
+    use. Returns whether one is being started: not where runs are not contained (they start cold)."""
+    state = containment()
+    if not warm or not state.complete:
+        return False
+    python, site_dir = _interpreter((UID_BASE, UID_BASE))  # a run's user: any slot's (only "not None" counts)
+    if python is None:
+        return False  # every run is unavailable here, and says why
+    work_root = _work_root()
+    warm_starts.prestart(_template_key(python, site_dir, _contained_env(os.path.join(work_root, "out")), warm),
+                         wait=wait)
+    return True
+
+
 def _fork_warm(python, site_dir, env, modules, group, limits, fds) -> "warm_starts.WarmRun":
     """A contained run forked from the warm template of ``modules`` (``grader.judging.warm``): the child
     gets /dev/null, the two output pipes and ``fds`` (result, control, config) at the numbers a cold
@@ -344,7 +369,7 @@ def _fork_warm(python, site_dir, env, modules, group, limits, fds) -> "warm_star
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     null = os.open(os.devnull, os.O_RDONLY)
-    key = warm_starts.TemplateKey(python, site_dir, tuple(sorted(env.items())), tuple(modules))
+    key = _template_key(python, site_dir, env, modules)
     stdout, stderr = os.fdopen(out_r, "rb", buffering=0), os.fdopen(err_r, "rb", buffering=0)
     try:
         return warm_starts.spawn(key, [null, out_w, err_w, result_w, control_w, config_fd],

@@ -7,6 +7,9 @@ interpreter that imports numpy and torch again (seconds of CPU per submission th
   this process or the last one died. Returns a ``WarmRun`` (the handle ``grader.judging.sandbox`` watches
   like a ``Popen``). Raises ``TemplateBroken`` when no working template can be had (the judge's fault: the
   sandbox reports the run ``unavailable``, the compile is ``IE`` and retried, never ``CE``).
+- ``prestart(key, wait)`` starts the template of ``key`` now, in a thread of its own, so that the first
+  run of a fresh judge process (a worker's first submission, after any restart) forks from a template
+  instead of waiting for the imports; a ``spawn`` meanwhile waits for it (the lock), never starts a second.
 - ``status()`` describes the templates of this process, for ``kdt-grade admin doctor``.
 
 The template (``grader/judging/sandbox_template.py``) is started with ``python -I``, the runs' constant
@@ -22,6 +25,7 @@ died under it is the judge's fault (``WarmRun.template_died``, ``IE``), never th
 """
 from __future__ import annotations
 
+import logging
 import marshal
 import os
 import select
@@ -31,6 +35,8 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
 
 TEMPLATE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_template.py")
 START_SECONDS = 120.0  # importing torch on a loaded machine; past this the template is broken
@@ -103,6 +109,7 @@ class _Template:
         self.key, self.runs, self.started = key, 0, time.monotonic()
         judge_end, template_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = judge_end
+        _STARTING.add(judge_end)  # a process forked meanwhile (another thread) must not keep it open
         judge = os.getpid()  # the template dies with it (its own parent-death signal: sandbox_template.main)
         try:
             self.proc = subprocess.Popen(
@@ -115,7 +122,10 @@ class _Template:
             raise TemplateBroken(f"the warm template could not start: {exc}") from None
         finally:
             template_end.close()
-        answer = self._answer(START_SECONDS, "start")
+        try:
+            answer = self._answer(START_SECONDS, "start")
+        finally:
+            _STARTING.discard(judge_end)
         if answer[0] != "ready":
             self.stop()
             raise TemplateBroken(f"the warm template could not import the judge's modules: {answer[1]}")
@@ -179,6 +189,37 @@ class _Template:
 
 _LOCK = threading.Lock()
 _TEMPLATES: dict = {}  # TemplateKey -> _Template, of this process (a forked child: _forget_after_fork)
+_STARTING: set = set()  # the judge ends of templates being started (not yet in _TEMPLATES)
+
+
+def _template(key: TemplateKey) -> "_Template":
+    """The live template of ``key``, started now when there is none (or it died). Call with ``_LOCK`` held."""
+    template = _TEMPLATES.get(key)
+    if template is None or not template.alive():
+        _TEMPLATES.pop(key, None)
+        template = _TEMPLATES[key] = _Template(key)
+    return template
+
+
+def prestart(key: TemplateKey, wait: bool = False) -> threading.Thread:
+    """Start the template of ``key`` now, in a thread of its own (returned; joined first with ``wait``),
+    unless this process has a live one. A judge process calls this when it starts (a worker's pool
+    process, ``kdt-grade local``), so that its first run forks from a template, as every later one does,
+    instead of paying the imports of a cold start. A ``spawn`` made meanwhile waits for this start (the
+    lock) rather than starting another. A template that cannot start is only logged here: the next
+    ``spawn`` tries again and reports it (``TemplateBroken``: ``IE``, retried)."""
+    def start():
+        try:
+            with _LOCK:
+                _template(key)
+        except TemplateBroken as exc:
+            log.warning("the warm compile template could not be started in advance: %s", exc)
+
+    thread = threading.Thread(target=start, name="kdt-warm-template", daemon=True)
+    thread.start()
+    if wait:
+        thread.join()
+    return thread
 
 
 def spawn(key: TemplateKey, fds: list, targets: list, control: int, config: int, join: list,
@@ -193,10 +234,7 @@ def spawn(key: TemplateKey, fds: list, targets: list, control: int, config: int,
                "nice": int(nice)}
     with _LOCK:
         for attempt in (1, 2):
-            template = _TEMPLATES.get(key)
-            if template is None or not template.alive():
-                _TEMPLATES.pop(key, None)
-                template = _TEMPLATES[key] = _Template(key)
+            template = _template(key)
             template.check_room(memory_bytes)  # raised as it is: a new template would not fit either
             try:
                 pid, pidfd = template.spawn(fds, request)
@@ -217,6 +255,9 @@ def _forget_after_fork() -> None:
     for template in _TEMPLATES.values():
         template.sock.close()
     _TEMPLATES.clear()
+    for sock in _STARTING:
+        sock.close()
+    _STARTING.clear()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

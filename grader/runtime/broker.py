@@ -14,6 +14,8 @@ Reliability settings (long, CPU-bound tasks that must never be lost):
 - ``task_acks_late`` + ``task_reject_on_worker_lost``: acknowledged after the task, back on the queue
   when its pool process dies; the database counts the attempts (``Service.begin_point``).
 - ``worker_prefetch_multiplier = 1``: a pool process reserves one task at a time.
+- ``worker_proc_alive_timeout``: a new pool process starts its warm compile template before it takes
+  a task (``worker.app``), which may take longer than Celery's default of 4 s.
 - Redis ``visibility_timeout`` above the longest task: the last resort for a lost worker's tasks; the
   sweeper's heartbeats re-queue them within a minute.
 - JSON only (tasks carry ids), no result backend (results live in SQL).
@@ -44,6 +46,7 @@ QUEUES = (QUEUE, COMPILE_QUEUE)
 TASK_TIME_LIMIT = 1800        # seconds; a test point takes at most 3 launches x 20 s plus the compile
 VISIBILITY_TIMEOUT = 2 * TASK_TIME_LIMIT
 SOCKET_TIMEOUT = 5.0          # seconds: a broker that does not answer counts as down
+PROC_ALIVE_TIMEOUT = 150.0    # seconds a new pool process may take to start (its warm template: warm.START_SECONDS)
 
 
 class BrokerUnavailable(ServiceUnavailable):
@@ -77,6 +80,9 @@ def make_app(settings: Settings, include: tuple[str, ...] = ()) -> Celery:
         broker_connection_max_retries=None,   # a worker waits for its broker however long it is away
         worker_cancel_long_running_tasks_on_connection_loss=False,
         worker_max_tasks_per_child=200,
+        # A pool process is up once its warm compile template is (worker.app: importing torch in a fresh
+        # interpreter, seconds on a loaded machine); Celery's default 4 s would kill it as hung.
+        worker_proc_alive_timeout=PROC_ALIVE_TIMEOUT,
         worker_hijack_root_logger=False,
     )
     return app

@@ -257,3 +257,81 @@ def test_a_warm_compile_hands_the_submission_exactly_the_inputs_and_rng_of_a_col
         except CompileFailed as here:
             seen_here = here.message.split("sees ", 1)[1].split(" threads ")[0]
         assert hot.kernels[point].message.split("sees ", 1)[1].split(" threads ")[0] == seen_here, point
+
+
+def test_a_prestarted_template_serves_the_first_compile_which_waits_for_it_rather_than_start_another():
+    """A judge process starts its template when it starts (``prestart``); a compile made while it still
+    imports waits for it and forks from it: one template, the compile's run its first."""
+    from grader.judging.compile import prestart
+
+    started = time.monotonic()
+    assert prestart(SandboxLimits()) is True
+    assert time.monotonic() - started < 1.0, "prestart without wait returns at once"
+    outcome = compile_submission((EXAMPLES / "optimized.py").read_bytes(), [(1, 0)], SandboxLimits())
+    assert outcome.run.ok and outcome.run.contained, outcome.run.stderr[-1000:]
+    assert type(outcome.kernels[(1, 0)]).__name__ == "CompiledKernel"
+    (line,) = warm.status()
+    assert "1 run(s)" in line and ", ".join(WARM_MODULES) in line
+
+
+def test_prestart_with_wait_returns_with_the_template_ready_and_nothing_when_warm_compiles_are_off():
+    from grader.judging.compile import prestart
+
+    assert prestart(SandboxLimits(warm=False), wait=True) is False and warm.status() == []
+    assert prestart(SandboxLimits(), wait=True) is True
+    (template,) = warm._TEMPLATES.values()
+    assert template.alive() and template.runs == 0 and not warm._LOCK.locked()
+    prestart(SandboxLimits(), wait=True)  # a live template is kept, not replaced
+    assert list(warm._TEMPLATES.values()) == [template]
+    assert compile_submission((EXAMPLES / "baseline.py").read_bytes(), [(1, 0)], SandboxLimits()).run.ok
+    assert list(warm._TEMPLATES.values()) == [template] and template.runs == 1
+
+
+def test_a_process_forked_while_a_template_starts_does_not_keep_it_alive():
+    """The judge's end of a template still starting is closed in a process forked meanwhile (by another
+    thread: the pool's), so the template still ends with its judge."""
+    warm.prestart(warm.TemplateKey(sys.executable, "", (), ("json",)))
+    deadline = time.monotonic() + 10
+    while not warm._STARTING and time.monotonic() < deadline:
+        time.sleep(0.001)
+    starting = [s.fileno() for s in warm._STARTING]
+    assert starting, "the template started before it could be seen starting"
+    child = os.fork()
+    if child == 0:
+        closed = True
+        for fd in starting:
+            try:
+                os.fstat(fd)
+                closed = False
+            except OSError:
+                pass
+        os._exit(0 if closed and not warm._STARTING else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_worker_pool_process_has_its_template_before_it_takes_a_task():
+    """``worker.app``'s pool process initialisation (what Celery runs in each new pool process, after a
+    start, a restart or the pool's recycling) returns with the warm template up: the process's first
+    compile is forked from it. A real process; its template ends with it."""
+    probe = ("import worker.app as app\n"
+             "from grader.judging import warm\n"
+             "app._init_pool_process()\n"
+             "(t,) = warm._TEMPLATES.values()\n"
+             "print(t.pid, t.alive(), t.runs, flush=True)\n"
+             "import sys; sys.stdin.read()\n")
+    env = {**os.environ, "KDT_GRADE_BROKER_URL": "memory://"}
+    proc = subprocess.Popen([sys.executable, "-c", probe], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=EXAMPLES.parents[1])
+    try:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        pid, alive, runs = line.split()
+        assert alive == "True" and runs == "0" and Path(f"/proc/{pid}").exists()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), "the template outlived its pool process"
