@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-
+import db
 from grader.config import load_settings
 from grader.service import Service
 from tests.shared_services import POSTGRES_URL, REDIS_URL, fresh_postgres_schema, locked_redis, require  # noqa: F401  (re-exported for the tests)
@@ -209,6 +209,40 @@ class Workers:
             broken = [line for line in proc.log_path.read_text(errors="replace").splitlines()
                       if "Signal handler" in line and " raised: " in line]
             assert not broken, f"a worker pool process failed to start cleanly ({proc.log_path}): {broken[0]}"
+
+
+def unique_copy(path: Path, directory: Path, tag: str) -> Path:
+    """A copy of submission ``path`` (same file name, in ``directory/tag``) whose ``@kdt.kernel`` functions
+    are renamed with the suffix ``_tag``: the same results, but another IR (the IR names its kernel), so no
+    stored result or compile of an earlier copy is reused (``grader.service.reuse``)."""
+    text, suffix = path.read_text(), re.sub(r"\W", "_", tag)
+    for name in re.findall(r"@kdt\.kernel\([^\n]*\)\s*\ndef (\w+)\(", text):
+        text = re.sub(rf"\b{name}\b", f"{name}_{suffix}", text)
+    copy = directory / tag / path.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(text)
+    return copy
+
+
+def reuse_entries_match(session, submission_id: int, state: dict) -> int:
+    """Check that every stored reusable result (``db.reuse``) of this submission's compiled kernels is its
+    recorded outcome (verdict, cycles, score, message): no entry half written or of another result; return
+    how many there are."""
+    from db.reuse import find_reusable
+
+    points = {(p["task"], p["point"]): p for p in state["points"]}
+    found = 0
+    for task, point in sorted(db.compiled_points(session, submission_id)):
+        key = db.get_compiled(session, submission_id, task, point).get("key")
+        entry = find_reusable(session, key) if key else None
+        if entry is not None:
+            p = points[(task, point)]
+            assert (entry["verdict"], entry["cycles"], entry["score"], entry["message"]) == \
+                (p["verdict"], p["cycles"], p["score"], p["message"]), (task, point)
+            found += 1
+        else:
+            assert points[(task, point)]["verdict"] not in ("AC", "WA", "RE"), (task, point)  # kept when simulated
+    return found
 
 
 def point_outcomes(points: list[dict]) -> dict:

@@ -24,7 +24,8 @@ from db.submissions import Submission
 from grader.config import load_settings
 from grader.runtime.broker import QUEUES
 from grader.service import Service
-from service_testlib import FIXTURES, SLOW, Deployment, Workers, point_outcomes, task_scores, wait_until
+from service_testlib import (FIXTURES, SLOW, Deployment, Workers, point_outcomes, reuse_entries_match, task_scores,
+                             unique_copy, wait_until)
 from tests.faults import PrivateRedis, TCPProxy
 from tests.shared_services import fresh_postgres_schema
 
@@ -95,6 +96,9 @@ class Rig:
             return session.scalar(select(func.count()).select_from(Submission))
 
     def submit(self, path: Path, user: str) -> tuple[int, object]:
+        """Submit a copy of ``path`` with its kernels renamed for ``user`` (``unique_copy``): the scenarios
+        grade the same few files, and each must really be compiled and simulated, not reused."""
+        path = unique_copy(path, self.deployment.data_dir.parent / "copies", user)
         proc = self.deployment.cli("submit", path, "--user", user)
         return int(re.search(r"submission (\d+) accepted", proc.stdout).group(1)), proc
 
@@ -115,6 +119,8 @@ class Rig:
         assert {(r["task"], r["point"]): r["attempts"] for r in rows} == expected
         with self.observer.session() as session:
             assert db.compiled_points(session, submission_id) == set(expected)
+            assert reuse_entries_match(session, submission_id, state) == sum(
+                p["verdict"] == "AC" for p in state["points"])  # every simulated AC kept, as it was recorded
         wait_until(lambda: self.outbox(submission_id) == [], 30, "the outbox to be empty")
         return state
 
@@ -264,8 +270,8 @@ def test_rejudge_while_the_broker_is_down(healthy, local_results):
     submission_id, _ = rig.submit(VADD_ONLY, "rejudged")
     rig.complete_like_local(submission_id, local)
     rig.broker_proxy.cut()
-    proc = rig.deployment.cli("admin", "rejudge", submission_id)
-    assert f"queued 1 submission(s): {submission_id}" in proc.stdout
+    proc = rig.deployment.cli("admin", "rejudge", "--fresh", submission_id)  # simulated again, not reused
+    assert f"rejudge (fresh): queued 1 submission(s): {submission_id}" in proc.stdout
     assert rig.outbox(submission_id) == [f"compile {submission_id}"]
     # The old result stays visible (leaderboard and status) until the new one lands.
     board = {r["submission_id"]: r["total"] for r in rig.observer.leaderboard()}
