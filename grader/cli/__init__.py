@@ -7,7 +7,7 @@ torch or the simulator), from ``COMMANDS``:
   (``contestant``: over HTTP with a server configured, else ``local``), `local` (``local``), `audit`
   (``audit``);
 - clarifications and announcements: `ask`, `clarifications`, `announcements` (``messages``: over
-  HTTP only);
+  HTTP with a server configured, else on this machine's database as ``local`` does);
 - organisers: `serve`, `worker` (``serve``), `admin ...` (``admin``, with ``users`` and ``contest``);
 - contract authors: `design ...` (``design``).
 
