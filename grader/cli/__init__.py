@@ -135,6 +135,6 @@ def main() -> None:
 
     Grade a file on your machine with `kdt-grade local FILE`. Log in to the contest server once
     (`kdt-grade login --server URL`), then `kdt-grade submit FILE --wait`; without a login, submit,
-    status, submissions, source and leaderboard use a database on this machine. `kdt-grade COMMAND
-    --help` tells more about each command."""
+    status, submissions, source, leaderboard, ask, clarifications and announcements use a database on
+    this machine. `kdt-grade COMMAND --help` tells more about each command."""
 

@@ -178,7 +178,10 @@ def admin_answer(clarification_id: int, text: str, to_all: bool, public_text: st
 @click.argument("clarification_id", type=int)
 @click.option("--as", "organiser", metavar="NAME", help=AS_HELP)
 def admin_ignore(clarification_id: int, organiser: str | None) -> None:
-    """Close question CLARIFICATION_ID without an answer (who acts: as `admin answer`)."""
+    """Close question CLARIFICATION_ID without an answer.
+
+    With a server, as the organiser whose token is logged in; without one, in this machine's database as
+    --as NAME, or as its only enabled organiser account."""
     row = _call(False, "ignore", clarification_id, organiser=organiser, contestant=False)
     out.print(f"question {row['id']} of {row['author']} ignored", markup=False)
 
@@ -189,7 +192,10 @@ def admin_ignore(clarification_id: int, organiser: str | None) -> None:
 @click.option("--as", "organiser", metavar="NAME", help=AS_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the announcement as JSON.")
 def admin_announce(text: str, pin: bool, organiser: str | None, as_json: bool) -> None:
-    """Announce TEXT to every contestant (who acts: as `admin answer`)."""
+    """Announce TEXT to every contestant.
+
+    With a server, as the organiser whose token is logged in; without one, in this machine's database as
+    --as NAME, or as its only enabled organiser account."""
     row = _call(as_json, "announce", text, pin, organiser=organiser, contestant=False)
     if as_json:
         dump_json(row)
