@@ -7,7 +7,7 @@ torch or the simulator), from ``COMMANDS``:
   (``contestant``: over HTTP with a server configured, else ``local``), `local` (``local``), `audit`
   (``audit``);
 - clarifications and announcements: `ask`, `clarifications`, `announcements` (``messages``: over
-  HTTP only);
+  HTTP with a server configured, else on this machine's database as ``local`` does);
 - organisers: `serve`, `worker` (``serve``), `admin ...` (``admin``, with ``users`` and ``contest``);
 - contract authors: `design ...` (``design``).
 
@@ -135,6 +135,6 @@ def main() -> None:
 
     Grade a file on your machine with `kdt-grade local FILE`. Log in to the contest server once
     (`kdt-grade login --server URL`), then `kdt-grade submit FILE --wait`; without a login, submit,
-    status, submissions, source and leaderboard use a database on this machine. `kdt-grade COMMAND
-    --help` tells more about each command."""
+    status, submissions, source, leaderboard, ask, clarifications and announcements use a database on
+    this machine. `kdt-grade COMMAND --help` tells more about each command."""
 

@@ -20,12 +20,17 @@ SUBMISSION_COLUMNS = ["submission_id", "user_id", "user_name", "file_name", "sha
 @click.group()
 def admin() -> None:
     """Organisers' commands: database, users, contest rules, submissions, rejudges, the sweeper, exports;
-    clarifications, answer, ignore, announce (these over the server's API, with an organiser's login)."""
+    clarifications, answer, ignore, announce.
+
+    They act on this machine's database (KDT_GRADE_DATA_DIR or KDT_GRADE_DATABASE_URL: the server's, when
+    run with its settings). Only clarifications, answer, ignore and announce go to a contest server when
+    one is configured (`kdt-grade login` with an organiser's token); without one, answer, ignore and
+    announce act as the database's only enabled organiser account, or as --as NAME."""
 
 
 admin.add_command(users)
 admin.add_command(contest_group)
-for _command in (admin_clarifications, admin_answer, admin_ignore, admin_announce):  # over HTTP, an organiser's login
+for _command in (admin_clarifications, admin_answer, admin_ignore, admin_announce):  # a server's API when logged in
     admin.add_command(_command)
 
 

@@ -1,11 +1,14 @@
 """The local ``kdt-grade`` commands: ``local``, and the local (no server) side of ``submit``,
 ``status``, ``submissions``, ``source``, ``leaderboard``, ``rules``, which ``grader.cli.contestant`` calls when no
-server is configured.
+server is configured, and of the contest communication (``LocalMessages``: ``ask``, ``clarifications``,
+``announcements`` and ``admin clarifications|answer|ignore|announce``, for ``grader.cli.messages``).
 
 Thin: each parses options, calls ``grader.service.Service`` (or ``grader.judging.pipeline`` for ``local``) and
 renders plain data with ``grader.cli.output``. Configuration comes from ``KDT_GRADE_*`` (``grader.config``).
 """
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -13,7 +16,7 @@ import click
 from grader.config import load_settings
 from grader.judging import pipeline
 from grader.runtime.pool import InterruptLatch, open_pool
-from grader.service import Service, reuse, rules_text
+from grader.service import Service, accounts, messages, reuse, rules_text
 from judger.cache_dir import cache_dir
 from judger.totals import summarize
 from judger.tasks import TASK_IDS
@@ -56,15 +59,15 @@ def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: boo
         sys.exit(verdicts_exit_code(state["points"]))
 
 
-def _say_where(service: Service) -> None:
+def _say_where(service: Service, doing: str = "submitting to", goal: str = "submit to the contest") -> None:
     """One line on stderr when this machine's own database is used (no contest server and no database
-    configured): a contestant whose login was lost must not believe they submitted to the contest. An
-    organiser who set ``KDT_GRADE_DATABASE_URL`` chose the database and is told nothing."""
+    configured): a contestant whose login was lost must not believe they submitted to the contest (or
+    asked its organisers: ``doing`` and ``goal`` say what was done). An organiser who set
+    ``KDT_GRADE_DATABASE_URL`` chose the database and is told nothing."""
     if service.settings.database_url is not None:
         return
-    err.print(f"no contest server configured: submitting to the database of this machine ({service.settings.db_url}); "
-              "`kdt-grade login --server URL` first to submit to the contest", markup=False, highlight=False,
-              soft_wrap=True)
+    err.print(f"no contest server configured: {doing} the database of this machine ({service.settings.db_url}); "
+              f"`kdt-grade login --server URL` first to {goal}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _grade_here(service: Service, submission_id: int, wait: bool) -> None:
@@ -163,6 +166,84 @@ def source_local(submission_id: int) -> str:
             return service.submission_source(submission_id)
         except LookupError as exc:
             raise click.ClickException(f"{exc} in the local database") from None
+
+
+class LocalMessages:
+    """The contest-communication methods of ``grader.client.http.Client`` (same arguments, same documents)
+    over this machine's database, for the commands run with no server configured. No token says who
+    acts, so: a contestant's commands act as user ``user`` (``accounts.local_account``: ``ask`` creates a
+    missing user, as a local ``submit`` does), an organiser's as the enabled organiser ``organiser``, or
+    as the database's only one when it is None (``accounts.acting_organiser``). Refusals are the
+    service's (``grader.refusals.Refusal``); no organiser to act as is ``click.ClickException``."""
+
+    def __init__(self, service: Service, user: str | None = None, organiser: str | None = None):
+        self.service, self.user, self.organiser = service, user, organiser
+
+    def _contestant(self, create: bool = False) -> accounts.Account:
+        try:
+            return accounts.local_account(self.service, self.user, create)
+        except LookupError:
+            raise click.ClickException(f"no user {self.user} in the database of this machine: name one with --user "
+                                       "NAME (`kdt-grade admin users list` lists them)") from None
+
+    def _acting(self) -> accounts.Account:
+        try:
+            return accounts.acting_organiser(self.service, self.organiser)
+        except accounts.NoActingOrganiser as exc:
+            raise click.ClickException(_no_organiser(exc)) from None
+
+    def ask(self, text: str, task: int | None = None) -> dict:
+        """``messages.ask`` as ``user`` (created if missing); says first, on stderr, which database it is."""
+        account = self._contestant(create=True)
+        _say_where(self.service, "asking in", "ask the contest's organisers")
+        return messages.ask(self.service, account, text, task)
+
+    def clarifications(self) -> list[dict]:
+        """``messages.clarifications_for`` of ``user``."""
+        return messages.clarifications_for(self.service, self._contestant())
+
+    def announcements(self) -> list[dict]:
+        """``messages.announcements``."""
+        return messages.announcements(self.service)
+
+    def open_questions(self, every: bool = False) -> list[dict]:
+        """The open questions, oldest first, or with ``every`` all of them, newest first (no organiser
+        needs to be chosen to read them)."""
+        return messages.all_questions(self.service) if every else messages.open_questions(self.service)
+
+    def answer(self, clarification_id: int, text: str, publish: bool = False, public_text: str | None = None) -> dict:
+        """``messages.answer`` as the acting organiser."""
+        return messages.answer(self.service, self._acting(), clarification_id, text, publish, public_text)
+
+    def ignore(self, clarification_id: int) -> dict:
+        """``messages.ignore`` as the acting organiser."""
+        return messages.ignore(self.service, self._acting(), clarification_id)
+
+    def announce(self, text: str, pinned: bool = False) -> dict:
+        """``messages.announce`` as the acting organiser."""
+        return messages.announce(self.service, self._acting(), text, pinned)
+
+
+def _no_organiser(exc: accounts.NoActingOrganiser) -> str:
+    """The one-line error of ``NoActingOrganiser``: what to do about it."""
+    names = ", ".join(exc.organisers)
+    if exc.name is not None:
+        return (f"{exc.name} is not an enabled organiser account of this database "
+                f"(its organisers: {names or 'none'})")
+    if not exc.organisers:
+        return ("this database has no organiser account to act as: create one with `kdt-grade admin users add "
+                "NAME --admin` (or log in to a contest server with an organiser's token)")
+    return f"this database has {len(exc.organisers)} organiser accounts ({names}): name the one who acts with --as NAME"
+
+
+@contextmanager
+def local_messages(user: str | None = None, organiser: str | None = None,
+                   contestant: bool = True) -> Iterator[LocalMessages]:
+    """``LocalMessages`` over this machine's database for a contestant's command (``contestant``: the
+    database must exist, see ``_local_service``) or an organiser's (the database of the other ``admin``
+    commands)."""
+    with _local_service() if contestant else Service() as service:
+        yield LocalMessages(service, user, organiser)
 
 
 @click.command()

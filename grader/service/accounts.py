@@ -10,7 +10,9 @@ created (``admin users add``, ``import``, ``reset-token``), and never logged.
 
 Public API: ``Account``, ``new_token``, ``hash_token``, ``check_name``, ``add_user``, ``parse_user_csv``,
 ``import_users``, ``import_user_csv``, ``list_users``, ``set_disabled``, ``reset_token``, ``authenticate``
-(``well_formed`` and ``account_for``: its two halves). The functions take a ``grader.service.database.Database`` (a
+(``well_formed`` and ``account_for``: its two halves); for the commands run on the database itself, with no
+server and so no token to say who acts: ``local_account`` (a contestant, by name) and ``acting_organiser``
+(``NoActingOrganiser``). The functions take a ``grader.service.database.Database`` (a
 ``Service`` is one) for its transactions.
 """
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import db.accounts as accounts_db
+import db.users as users_db
 import db.web_sessions as sessions_db
 from grader.display import hidden_characters
 from grader.refusals import BadRequest, Forbidden, NotAuthenticated
@@ -216,3 +219,49 @@ def account_for(session: Session, token: str) -> Account:
     if row["disabled"]:
         raise Forbidden(f"the account {row['name']!r} is disabled; ask the organisers", code="disabled")
     return Account.from_row(row)
+
+
+def _enabled(row: dict[str, Any]) -> Account:
+    if row["disabled"]:
+        raise Forbidden(f"the account {row['name']!r} is disabled; `admin users enable {row['name']}` enables it",
+                        code="disabled")
+    return Account.from_row(row)
+
+
+def local_account(database: Database, name: str, create: bool = False) -> Account:
+    """The account of user ``name`` for a contestant's command run on this database (no server: the name
+    stands for the token). With ``create`` a missing user is created as a local ``kdt-grade submit``
+    creates its user, its name checked by ``check_name`` (``BadRequest``); without, a missing user is
+    ``LookupError``. A disabled account is ``Forbidden``, as its token would be on the server."""
+    with database.session() as session:
+        row = accounts_db.get_account(session, name)
+        if row is None:
+            if not create:
+                raise LookupError(f"no user called {name!r}")
+            users_db.get_or_create_user(session, check_name(name))
+            row = accounts_db.get_account(session, name)
+    return _enabled(row)
+
+
+class NoActingOrganiser(LookupError):
+    """``acting_organiser`` found no organiser to act as: ``organisers`` are the names of the database's
+    enabled organiser accounts (sorted), ``name`` the one asked for (None: none was named, and there is not
+    exactly one)."""
+
+    def __init__(self, organisers: list[str], name: str | None):
+        wanted = f"{name!r} is not an enabled organiser" if name else f"{len(organisers)} enabled organisers"
+        super().__init__(f"{wanted} (the organisers: {', '.join(organisers) or 'none'})")
+        self.organisers, self.name = organisers, name
+
+
+def acting_organiser(database: Database, name: str | None = None) -> Account:
+    """The organiser account an organiser's command run on this database acts as (and is recorded as the
+    one who answered or announced): the enabled organiser ``name``, or, with ``name`` None, the database's
+    only enabled organiser. ``NoActingOrganiser`` when ``name`` is not one, or when none is named and
+    there are none or several."""
+    with database.read_session() as session:
+        organisers = [r for r in accounts_db.list_accounts(session) if r["is_admin"] and not r["disabled"]]
+    chosen = [r for r in organisers if name is None or r["name"] == name]
+    if len(chosen) != 1:
+        raise NoActingOrganiser([r["name"] for r in organisers], name)
+    return Account.from_row(chosen[0])

@@ -9,7 +9,7 @@ import pytest
 
 from db.base import utcnow
 from grader.config import load_settings
-from grader.refusals import BadRequest, NotFound, TooMany
+from grader.refusals import BadRequest, Forbidden, NotFound, TooMany
 from grader.service import Service, accounts, contest, messages
 
 
@@ -132,3 +132,34 @@ def test_answers_private_and_to_all_ignore_and_who_reads_what(service):
     assert messages.stamp(service) != before
     assert messages.unread(service, bob) == {"answers": 0, "announcements": 1, "total": 1}
     assert messages.read_mark(service, alice) is None
+
+
+def test_without_a_server_the_acting_accounts_are_chosen_by_name(service):
+    """``accounts.acting_organiser`` and ``accounts.local_account``: who the local commands act as."""
+    with pytest.raises(accounts.NoActingOrganiser) as none:
+        accounts.acting_organiser(service)
+    assert (none.value.organisers, none.value.name) == ([], None)
+    root = _account(service, "root", admin=True)
+    assert accounts.acting_organiser(service) == root == accounts.acting_organiser(service, "root")
+    judge = _account(service, "judge", admin=True)
+    _account(service, "alice")
+    with pytest.raises(accounts.NoActingOrganiser) as several:
+        accounts.acting_organiser(service)
+    assert (several.value.organisers, several.value.name) == (["judge", "root"], None)
+    for name in ("alice", "nobody"):
+        with pytest.raises(accounts.NoActingOrganiser) as unknown:
+            accounts.acting_organiser(service, name)
+        assert (unknown.value.organisers, unknown.value.name) == (["judge", "root"], name)
+    accounts.set_disabled(service, "root", True)
+    assert accounts.acting_organiser(service) == judge  # a disabled organiser is none
+
+    with pytest.raises(LookupError):
+        accounts.local_account(service, "bob")
+    bob = accounts.local_account(service, "bob", create=True)  # as a local submit creates its user
+    assert (bob.name, bob.is_admin) == ("bob", False) and accounts.local_account(service, "bob") == bob
+    with pytest.raises(BadRequest):
+        accounts.local_account(service, "no spaces", create=True)
+    accounts.set_disabled(service, "bob", True)
+    with pytest.raises(Forbidden) as disabled:
+        accounts.local_account(service, "bob")
+    assert disabled.value.message == "the account 'bob' is disabled; `admin users enable bob` enables it"

@@ -165,5 +165,9 @@ def test_the_cli_asks_answers_and_announces_through_the_server(make_deployment, 
     shown = run_cli(["announcements"], as_alice).stdout
     assert shown.index("Contest extended by 30 min") < shown.index("Task 2 rejudged") and "pinned" in shown
 
-    local = run_cli(["clarifications"], {**clean_env(), "XDG_CONFIG_HOME": str(tmp_path / "none")}, check=False)
-    assert local.returncode == 1 and "this needs a contest server" in local.stderr
+    # without a server they read this machine's database (tests/grader/service/test_cli_organiser.py); where
+    # there is none, they say so rather than make one
+    alone = {**clean_env(), "XDG_CONFIG_HOME": str(tmp_path / "none"), "KDT_GRADE_DATA_DIR": str(tmp_path / "none")}
+    local = run_cli(["clarifications"], alone, check=False)
+    assert local.returncode == 1 and "no server is configured (`kdt-grade login --server URL` sets one)" in local.stderr
+    assert not (tmp_path / "none" / "kdt-grade.sqlite3").exists()
