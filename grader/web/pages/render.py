@@ -195,7 +195,7 @@ def point_view(submission_id: int, p: dict, frames: dict) -> dict:
     verdict = p["verdict"] if done else p["state"]
     return {
         "task": p["task"], "point": p["point"], "state": p["state"], "verdict": verdict,
-        "verdict_class": verdict, "verdict_title": _verdict_title(verdict),
+        "verdict_class": verdict, "verdict_title": _verdict_title(verdict), "reused": done and bool(p.get("reused")),
         "cycles": cycles_text(p["cycles"]), "for_100": cycles_text(p["cycles_for_100"]),
         "for_plus_10": cycles_text(p["cycles_for_plus_10"]),
         "score": score_text(p["score"]) if done else "", "utilisation": util_text(p["utilisation"]),

@@ -268,3 +268,21 @@ def test_a_submission_with_nothing_simulated_says_so_instead_of_an_empty_timelin
     assert 'id="no-timelines"' in html and "no test point of this submission was simulated" in html
     assert 'class="timeline-item"' not in html.split('id="timelines"')[1].split("</div>")[0]
     assert {cells(html, f'id="pt-{t}-0"')[2] for t in (1, 2, 3, 4)} == {"CE"}
+
+
+def test_a_reused_result_is_marked_on_the_submission_page_and_in_its_live_document(server):
+    alice, bob = server.client(server.add_user("alice")), server.client(server.add_user("bob"))
+    assert submit_page(alice).status_code == 303
+    first = wait_done(alice, 1)
+    assert submit_page(bob).status_code == 303  # the same file by another contestant: nothing simulated again
+    second = wait_done(bob, 2)
+    assert [p["reused"] for p in first["points"][:2]] == [False, False]
+    assert [p["reused"] for p in second["points"][:2]] == [True, True]
+    assert [p["cycles"] for p in second["points"]] == [p["cycles"] for p in first["points"]]
+    page = bob.get("/submissions/2").text
+    for task, point in ((1, 0), (1, 1)):
+        row = re.search(rf'<tr id="pt-{task}-{point}".*?</tr>', page, re.S).group(0)
+        assert '<span class="reused" title="not simulated again: this judge graded the same compiled kernel' in row
+        assert cells(page, f'id="pt-{task}-{point}"')[2] == "AC reused"
+    assert 'class="reused"' not in alice.get("/submissions/1").text
+    assert bob.get("/submissions/2/status.json").json()["points"][0]["reused"] is True

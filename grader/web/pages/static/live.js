@@ -147,6 +147,8 @@ function liveScoreboard(table) {
   setTimeout(tick, Number(table.dataset.interval || 4000));
 }
 
+const REUSED_TITLE = "not simulated again: this judge graded the same compiled kernel before (same IR and test point), and this is that result";
+
 function setPoint(tr, p) {
   tr.dataset.state = p.state;
   const f = name => tr.querySelector('[data-f="' + name + '"]');
@@ -155,6 +157,13 @@ function setPoint(tr, p) {
   verdict.title = p.verdict_title;
   verdict.textContent = p.verdict;
   f("verdict").replaceChildren(verdict);
+  if (p.reused) {  // as the page renders it
+    const mark = document.createElement("span");
+    mark.className = "reused";
+    mark.title = REUSED_TITLE;
+    mark.textContent = "reused";
+    f("verdict").append(" ", mark);
+  }
   f("cycles").textContent = p.cycles;
   f("score").textContent = p.score;
   f("for_100").textContent = p.for_100;
