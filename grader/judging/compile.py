@@ -5,7 +5,8 @@ for all the requested test points and returns, per ``(task, point)``, either a `
 (loaded with the strict IR loader) or a ``Failure(verdict, message)``. Everything the child sends is
 untrusted: malformed lines or IR mean the child was tampered with (``SV``), an event refused by the audit
 hook is ``SV``, a child that dies, hangs or floods output gives ``CE`` with the reason, except one that
-dies before its ``ready`` line (while loading the judge's own code, before the submission ran): that is
+dies before its ``ready`` line (while loading the judge's own code, before the submission ran), or that
+passes its wall-clock limit before its CPU limit while the machine is busy (``_overloaded``): that is
 the judge's fault, ``IE`` (``Failure.retry``, ``pipeline.judge_fault``; the service tries again). ``IE``
 comes only from what this trusted process detects itself: the child runs the contestant's code, so its
 report may claim only what a contestant may claim (``CE``: ``_VERDICTS_FROM_CHILD``); a record claiming
@@ -60,8 +61,12 @@ def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> Co
     # One hanging point may use half the CPU budget; the rest stays for importing and the other points.
     args = ["--submission", SUBMISSION_NAME, "--points", spec, "--point-cpu-seconds",
             str(max(1.0, limits.cpu_seconds / 2))]
+    stalled = cpu_stall_seconds()
     run = run_sandboxed(("module", "grader.judging.compile_child"), args, {SUBMISSION_NAME: source}, limits,
                         warm=WARM_MODULES if limits.warm else ())
+    if run.status == "timeout":
+        after = cpu_stall_seconds()
+        stalled = None if stalled is None or after is None else after - stalled
     if run.status == "unavailable":
         bad = Failure("IE", "internal error of the judge: the sandbox cannot run here ("
                       + run.stderr.decode(errors="replace") + "); not your fault, it will be retried", retry=True)
@@ -80,7 +85,7 @@ def compile_submission(source: bytes, points: list, limits: SandboxLimits) -> Co
         lines = "\n".join(f"  {e['event']}: {e['detail']}" for e in blocked[:10])
         bad = Failure("SV", f"security violation: the submission tried operations the judge forbids:\n{lines}")
         return CompileOutcome({p: bad for p in points}, run, events)
-    missing = Failure("CE", _death_message(run, limits))
+    missing = _overloaded(run, limits, stalled) or Failure("CE", _death_message(run, limits))
     return CompileOutcome({p: _explain(kernels.get(p, missing), limits) for p in points}, run, events)
 
 
@@ -89,6 +94,34 @@ def prestart(limits: SandboxLimits, wait: bool = False) -> bool:
     now and in the background (``wait``: until it is ready), so that this judge process's first compile,
     its first submission after a start or restart, is warm too. Returns whether one is being started."""
     return limits.warm and prestart_warm(WARM_MODULES, wait)
+
+
+def cpu_stall_seconds() -> float | None:
+    """Seconds for which some task of this machine has waited for a CPU since boot (Linux PSI,
+    ``/proc/pressure/cpu``, "some" total), or None where the kernel does not say."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            some = f.readline().split()
+        return int(some[-1].removeprefix("total=")) / 1e6
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# A compile that ran out of wall-clock time while the machine's tasks waited for a CPU this share of the
+# time (or more, or unknown) was slowed by the load: the judge's fault, compiled again.
+BUSY_SHARE = 0.25
+
+
+def _overloaded(run: SandboxRun, limits: SandboxLimits, stalled: float | None) -> Failure | None:
+    """The ``IE`` (compiled again, ``retry``) of a compile that passed its wall-clock limit before its CPU
+    limit while the machine was busy: ``stalled`` seconds of CPU waiting during the run (None: unknown).
+    None when the run did not time out, or the machine was not busy: then the child waited for something
+    of its own (``CE``)."""
+    if run.status != "timeout" or (stalled is not None and stalled < BUSY_SHARE * run.wall_seconds):
+        return None
+    used = "" if run.cpu_seconds is None else f" and used {run.cpu_seconds:.1f} s of its {limits.cpu_seconds} s of CPU time"
+    return Failure("IE", f"internal error of the judge: the compile ran {limits.wall_seconds:g} s of wall-clock time"
+                   f"{used} on a busy machine; not your fault, it will be retried", retry=True)
 
 
 def _explain(result, limits: SandboxLimits):
@@ -165,7 +198,8 @@ def _death_message(run: SandboxRun, limits: SandboxLimits) -> str:
     tail = run.stderr.decode("utf-8", "replace").strip().splitlines()[-8:]
     detail = ("\n" + "\n".join(tail)) if tail else ""
     if run.status == "timeout":
-        return f"compilation did not finish within {limits.wall_seconds:g} s of wall-clock time{detail}"
+        return (f"compilation did not finish within {limits.wall_seconds:g} s of wall-clock time, on a machine that "
+                f"was not busy: it was waiting for something{detail}")
     if run.status == "output_limit":
         return f"the submission printed more than {limits.output_bytes} bytes while compiling"
     if run.status == "result_limit":

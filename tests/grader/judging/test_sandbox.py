@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from grader.judging.sandbox import SandboxLimits, network_isolation_available, run_sandboxed
+from grader.judging.sandbox import SandboxLimits, SandboxRun, network_isolation_available, run_sandboxed
 
 LIMITS = SandboxLimits(cpu_seconds=2, wall_seconds=4, memory_bytes=512 * 2**20, output_bytes=50_000)
 
@@ -305,3 +305,20 @@ def test_a_result_line_larger_than_any_ir_is_refused_before_it_is_parsed():
         {}, [], "line 2 is larger than any IR the judge accepts", True)
     long = b'{"ready": true}\n{"task": 1, "point": 0, "ir": "' + b"x" * MAX_LINE_CHARS + b'"}'
     assert _parse_results(long, {(1, 0)})[2] == "line 2 is larger than any IR the judge accepts"
+
+
+def test_a_compile_past_its_wall_clock_limit_is_the_judges_fault_on_a_busy_machine_only():
+    from grader.judging.compile import BUSY_SHARE, _overloaded, cpu_stall_seconds
+
+    limits = SandboxLimits(cpu_seconds=10, wall_seconds=60)
+    timed_out = SandboxRun("timeout", None, "SIGKILL", 60.2, b"", b"", b"", True, True, cpu_seconds=3.5)
+    busy = _overloaded(timed_out, limits, stalled=BUSY_SHARE * 60.2 + 1)  # tasks waited for a CPU meanwhile
+    assert busy.verdict == "IE" and busy.retry and busy.message == (
+        "internal error of the judge: the compile ran 60 s of wall-clock time and used 3.5 s of its 10 s of CPU "
+        "time on a busy machine; not your fault, it will be retried")
+    assert _overloaded(timed_out, limits, stalled=None).verdict == "IE"  # the kernel does not say: not theirs
+    assert _overloaded(timed_out, limits, stalled=1.0) is None  # a quiet machine: it waited on its own (CE)
+    exited = SandboxRun("exited", 1, None, 61.0, b"", b"", b"", True, True)
+    assert _overloaded(exited, limits, stalled=60.0) is None
+    stall = cpu_stall_seconds()
+    assert stall is None or stall >= 0.0
