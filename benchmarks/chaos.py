@@ -10,7 +10,8 @@ server) is submitted again a second later, as a client would.
 
 Prints how many submissions completed, how long after the end of the last fault the last one finished
 (goal: under 60 s with the default intervals), every mismatch against `kdt-grade local` (goal: none),
-duplicate rows, and the attempts above 1 (only a killed worker's points may have them).
+duplicate rows, the attempts above 1 (only a killed worker's points may have them), and the stored
+reusable results (``db.reuse``) of the submissions' kernels that differ from the recorded outcome (goal: none).
 
 Run: `.venv/bin/python benchmarks/chaos.py [-n 12] [--seed 1] [--faults 4] [--workers 2] [--window 60]`
 """
@@ -199,11 +200,16 @@ def main() -> None:
 
 
 def report(cluster: Cluster, ids: dict, local: dict, finished: dict, last_fault: float, refusals: int) -> None:
-    mismatches, duplicates, extra_attempts = [], 0, []
+    mismatches, duplicates, extra_attempts, entries, bad_entries, reused = [], 0, [], 0, [], 0
     for sid, path in sorted(ids.items()):
         state = cluster.observer.status(sid)
         with cluster.observer.session() as session:
             rows = db.list_results(session, sid)
+            stored = _reuse_entries(session, sid)
+        reused += sum(p["reused"] for p in state["points"])
+        recorded = {(p["task"], p["point"]): (p["verdict"], p["cycles"], p["score"], p["message"]) for p in state["points"]}
+        entries += len(stored)
+        bad_entries += [(sid, key) for key, outcome in stored.items() if outcome != recorded[key]]
         duplicates += len(rows) - len({(r["task"], r["point"]) for r in rows})
         extra_attempts += [(sid, r["task"], r["point"], r["attempts"]) for r in rows if r["attempts"] > 1]
         want = {(p["task"], p["point"]): (p["verdict"], p["cycles"], p["score"]) for p in local[path]["points"]}
@@ -219,6 +225,22 @@ def report(cluster: Cluster, ids: dict, local: dict, finished: dict, last_fault:
     print(f"mismatches against `kdt-grade local`: {len(mismatches)} {mismatches or ''}")
     print(f"duplicate result rows: {duplicates}; intake refusals while the database was down (retried): {refusals}")
     print(f"test points with more than one attempt: {len(extra_attempts)} {extra_attempts or ''}")
+    print(f"reusable results of these kernels: {entries} (points reused: {reused}); entries that differ from "
+          f"the point's recorded outcome (half written or wrong): {len(bad_entries)} {bad_entries or ''}")
+
+
+def _reuse_entries(session, submission_id: int) -> dict:
+    """{(task, point): (verdict, cycles, score, message)} of the stored reusable results (``db.reuse``) of a
+    submission's compiled kernels."""
+    from db.reuse import find_reusable
+
+    found = {}
+    for task, point in db.compiled_points(session, submission_id):
+        key = db.get_compiled(session, submission_id, task, point).get("key")
+        entry = find_reusable(session, key) if key else None
+        if entry is not None:
+            found[(task, point)] = (entry["verdict"], entry["cycles"], entry["score"], entry["message"])
+    return found
 
 
 if __name__ == "__main__":
