@@ -70,14 +70,14 @@ def claim_point(service: Service, submission_id: int, task: int, point: int, wor
         owned.append((task, point))
     if attempts > service.settings.max_attempts:
         return _died_too_often(task, point, attempts - 1), generation
-    over = service.retry(lambda: _over_budget(service, submission_id, task, point, generation),
-                         f"reading the simulation budget of submission {submission_id}")
-    if over is not None:
-        return over, generation
     compiled = service.retry(lambda: compiled_point(service, submission_id, task, point),
                              f"loading compiled point {task}.{point} of submission {submission_id}")
     reused = service.retry(lambda: reuse.lookup(service, compiled), f"looking up the result of point {task}.{point}")
-    return (compiled if reused is None else reused), generation
+    if reused is not None:  # costs no simulation: before the budget
+        return reused, generation
+    over = service.retry(lambda: _over_budget(service, submission_id, task, point, generation),
+                         f"reading the simulation budget of submission {submission_id}")
+    return (compiled if over is None else over), generation
 
 
 def _died_too_often(task: int, point: int, died: int) -> PointResult:
