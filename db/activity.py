@@ -59,17 +59,18 @@ def finished_since(session: Session, since: datetime) -> list[dict[str, Any]]:
 def queue_history(session: Session, since: datetime) -> list[dict[str, Any]]:
     """The submissions that may have had test points to grade at or after ``since``: created since then,
     not scored (for their current generation), or with a current point unfinished or finished since then.
-    Each ``{"submission_id", "created", "generation", "rows": [{"started_at", "finished_at"}]}`` with the
-    rows of its current generation (times aware UTC), by id."""
+    Each ``{"submission_id", "created", "generation", "scored" (its scores are its current generation's),
+    "rows": [{"started_at", "finished_at"}]}`` with the rows of its current generation (times aware UTC), by id."""
     current = and_(R.submission_id == Submission.id, R.generation == Submission.generation)
     busy = exists().where(current, or_(R.finished_at.is_(None), R.finished_at >= since))
     submissions = session.execute(
-        select(Submission.id, Submission.created, Submission.generation)
+        select(Submission.id, Submission.created, Submission.generation, scores_current())
         .where(or_(Submission.created >= since, ~scores_current(), busy))
         .order_by(Submission.id)
     ).all()
-    found = {sid: {"submission_id": sid, "created": created, "generation": generation, "rows": []}
-             for sid, created, generation in submissions}
+    found = {sid: {"submission_id": sid, "created": created, "generation": generation, "scored": bool(scored),
+                   "rows": []}
+             for sid, created, generation, scored in submissions}
     if found:
         rows = session.execute(
             select(R.submission_id, R.started_at, R.finished_at)

@@ -129,20 +129,23 @@ def activity_minutes(history: list[Mapping[str, Any]], finished: list[Mapping[st
     """``minutes`` one-minute spans from ``since``: ``{"start", "end" (ISO), "queue", "graded", "verdicts":
     {verdict: count, every one of VERDICTS}}``. ``graded``: the points of ``finished`` (``db.activity.
     finished_since`` rows) finished in [start, end). ``queue``: the points to grade at ``end``, from
-    ``history`` (``db.activity.queue_history``): each submission's ``points`` less those finished by then,
-    counted from its creation (a rejudged one's, generation above 0: from its first claim since, else from
-    ``now``, when it is known to wait)."""
+    ``history`` (``db.activity.queue_history``): each submission's ``points`` less those finished by then
+    (a scored one's: its rows not finished by then; it has no other point to wait for), counted from its
+    creation (a rejudged one's, generation above 0: from its first claim since, else from ``now``, when it is
+    known to wait)."""
     now = now or since + minutes * MINUTE
     waits = []
     for sub in history:
         rows = sub["rows"]
         begin = sub["created"] if sub["generation"] == 0 else min(
             (r["started_at"] for r in rows if r["started_at"] is not None), default=now)
-        waits.append((begin, sorted(r["finished_at"] for r in rows if r["finished_at"] is not None)))
+        expected = len(rows) if sub.get("scored") else points
+        waits.append((begin, expected, [r["finished_at"] for r in rows if r["finished_at"] is not None]))
     out = []
     for k in range(minutes):
         start, end = since + k * MINUTE, since + (k + 1) * MINUTE
-        queue = sum(max(0, points - sum(1 for f in done if f <= end)) for begin, done in waits if begin <= end)
+        queue = sum(max(0, expected - sum(1 for f in done if f <= end))
+                    for begin, expected, done in waits if begin <= end)
         verdicts = dict.fromkeys(VERDICTS, 0)
         for row in finished:
             if start <= row["finished_at"] < end and row["verdict"] in verdicts:

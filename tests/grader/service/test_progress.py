@@ -127,12 +127,15 @@ def test_activity_minutes_count_the_queue_and_the_verdicts():
         # rejudged: counts from its first claim (minute 2)
         {"created": T - timedelta(days=1), "generation": 1, "rows": [
             {"started_at": T + 2.2 * MINUTE, "finished_at": T + 2.4 * MINUTE}]},
+        # scored with two rows only (its other points were never to be graded): one point waits in minute 1
+        {"created": T + 0.5 * MINUTE, "generation": 0, "scored": True, "rows": [
+            {"started_at": T, "finished_at": T + 0.7 * MINUTE}, {"started_at": T, "finished_at": T + 1.5 * MINUTE}]},
     ]
     finished = [{"finished_at": T + 1.2 * MINUTE, "verdict": "AC"}, {"finished_at": T + 1.5 * MINUTE, "verdict": "WA"},
                 {"finished_at": T + 2.5 * MINUTE, "verdict": "AC"}, {"finished_at": T + 2.4 * MINUTE, "verdict": "AC"}]
     minutes = progress.activity_minutes(history, finished, since, 3, points=points)
     assert [m["end"] for m in minutes] == [iso(T + MINUTE), iso(T + 2 * MINUTE), iso(T + 3 * MINUTE)]
-    assert [m["queue"] for m in minutes] == [4, 2 + 4, 1 + 4 + 3]
+    assert [m["queue"] for m in minutes] == [4 + 1, 2 + 4, 1 + 4 + 3]
     assert [m["graded"] for m in minutes] == [0, 2, 2]
     assert minutes[1]["verdicts"] == {**dict.fromkeys(VERDICTS, 0), "AC": 1, "WA": 1}
     assert list(minutes[2]["verdicts"]) == list(VERDICTS)
