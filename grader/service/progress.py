@@ -28,7 +28,7 @@ import db.contest as contest_db
 from db.activity import finished_since, queue_history
 from db.base import utcnow
 from db.leaderboard import leaderboard as leaderboard_query, score_history
-from grader.csv_format import csv_text
+from grader.csv_format import PROGRESS_COLUMNS, csv_text, progress_csv
 from grader.judging.pipeline import ALL_POINTS
 from judger.tasks import TASKS
 from judger.verdicts import VERDICTS
@@ -47,7 +47,7 @@ _TASK_KEYS = [f"task{t}" for t in TASKS]
 
 CYCLES_COLUMNS = ["task", "point", "state", "verdict", "cycles", "score", "cycles_for_100", "cycles_for_plus_10"]
 OWN_COLUMNS = ["submission_id", "created", *_TASK_KEYS, "total", "best"]
-SCOREBOARD_COLUMNS = ["rank", "user_name", "at", "submission_id", "total"]
+SCOREBOARD_COLUMNS = PROGRESS_COLUMNS
 ACTIVITY_COLUMNS = ["start", "end", "queue", "graded", *VERDICTS]
 
 
@@ -119,9 +119,9 @@ def scoreboard_progress(database: Database, now: datetime | None = None, top: in
 
 
 def scoreboard_progress_csv(progress: Mapping[str, Any]) -> str:
-    """``scoreboard_progress`` as CSV in ``SCOREBOARD_COLUMNS``: one line per step, users in rank order."""
-    return csv_text(({"rank": u["rank"], "user_name": u["user_name"], **step}
-                     for u in progress["users"] for step in u["steps"]), SCOREBOARD_COLUMNS)
+    """``scoreboard_progress`` as CSV in ``SCOREBOARD_COLUMNS``: one line per step, users in rank order
+    (``grader.csv_format.progress_csv``, also the CLI's)."""
+    return progress_csv(progress)
 
 
 def activity_minutes(history: list[Mapping[str, Any]], finished: list[Mapping[str, Any]], since: datetime,

@@ -134,7 +134,7 @@ class ScoreboardProgress(BaseModel):
 class OwnSubmissionScore(BaseModel):
     submission_id: int
     created: str
-    task1: float | None
+    task1: float | None = Field(description="points of task 1 (at most its weight); null: not scored")
     task2: float | None
     task3: float | None
     task4: float | None

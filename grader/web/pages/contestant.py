@@ -125,18 +125,28 @@ def _missing(request: Request, account, submission_id: int) -> Response:
     return error_page(request, 404, "Not found", f"There is no submission {submission_id} of yours.", account)
 
 
-@router.get("/submissions/{submission_id}")
-def submission_page(request: Request, submission_id: int = SubmissionId,
-                    opened: str = Query("", alias="open")) -> Response:
-    """Per-point table (live while grading), the timelines of the graded points, the highlighted source
-    (the lines the messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
-    "picture" links carry it, so the linked section is open without JavaScript)."""
+def _visible(request: Request, submission_id: int) -> tuple | Response:
+    """``(account, status document)`` of a submission the caller may see; else the response: to the login
+    page without a session, 404 for another user's or a missing one."""
     account = session.page_account(request)
     if account is None:
         return to_login(request)
     state = _visible_state(request, account, submission_id)
     if state is None:
         return _missing(request, account, submission_id)
+    return account, state
+
+
+@router.get("/submissions/{submission_id}")
+def submission_page(request: Request, submission_id: int = SubmissionId,
+                    opened: str = Query("", alias="open")) -> Response:
+    """Per-point table (live while grading), the timelines of the graded points, the highlighted source
+    (the lines the messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
+    "picture" links carry it, so the linked section is open without JavaScript)."""
+    found = _visible(request, submission_id)
+    if isinstance(found, Response):
+        return found
+    account, state = found
     service = request.app.state.service
     _, source = visibility.source_for(service, account, submission_id)
     sub = views.submission_view(state, _frames(service, state))
@@ -148,13 +158,10 @@ def submission_page(request: Request, submission_id: int = SubmissionId,
 @router.get("/submissions/{submission_id}/cycles.csv")
 def cycles_csv(request: Request, submission_id: int = SubmissionId) -> Response:
     """Each test point's cycles, threshold and cycles for +10 (``progress.submission_cycles``) as CSV."""
-    account = session.page_account(request)
-    if account is None:
-        return to_login(request)
-    state = _visible_state(request, account, submission_id)
-    if state is None:
-        return _missing(request, account, submission_id)
-    return csv_download(progress.submission_cycles_csv(state), f"submission-{submission_id}-cycles")
+    found = _visible(request, submission_id)
+    if isinstance(found, Response):
+        return found
+    return csv_download(progress.submission_cycles_csv(found[1]), f"submission-{submission_id}-cycles")
 
 
 @router.get("/submissions/{submission_id}/status.json")

@@ -204,8 +204,10 @@ def cycles_chart(points: Sequence[dict]) -> Markup:
                  + (f', {count_text(p["cycles"])} cycles' if p["cycles"] is not None else '')
                  + f'; threshold {count_text(p["cycles_for_100"])}'
                  + (f'; +10 at {count_text(p["cycles_for_plus_10"])}' if p["cycles_for_plus_10"] else ''))
-        parts = [f'<g class="pl-point"{_attrs(task=p["task"], point=p["point"], verdict=p["verdict"] or "", state=p["state"], cycles=p["cycles"], for_100=p["cycles_for_100"], for_plus_10=p["cycles_for_plus_10"], score=p["score"])}>'
-                 f'<title>{escape(title)}</title>']
+        data = _attrs(task=p["task"], point=p["point"], verdict=p["verdict"] or "", state=p["state"],
+                      cycles=p["cycles"], for_100=p["cycles_for_100"], for_plus_10=p["cycles_for_plus_10"],
+                      score=p["score"])
+        parts = [f'<g class="pl-point"{data}><title>{escape(title)}</title>']
         y = scale(p["cycles_for_100"])
         parts.append(f'<line class="pl-thr" x1="{x - half}" x2="{x + half}" y1="{y}" y2="{y}"/>')
         if p["cycles_for_plus_10"]:

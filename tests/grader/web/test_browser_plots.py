@@ -129,9 +129,16 @@ def _fits(page, width: int, figure: str) -> None:
     assert box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, box
 
 
-def _shoot(page, selector: str, view: str, width: int) -> None:
+def _csv_fits_and_shoot(page, csv_url: str, header: str, rows: int, figure: str, shot: str, view: str,
+                        width: int) -> None:
+    """The CSV at ``csv_url`` (with the page's session) has ``header`` and ``rows`` lines below it; the figure
+    fits the screen; the element ``shot`` goes to ``docs/screenshots/VIEW-WIDTH.png``; the page is closed."""
+    lines = page.request.get(csv_url).text().splitlines()
+    assert lines[0] == header and len(lines) == 1 + rows, lines[:3]
+    _fits(page, width, figure)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(selector).screenshot(path=str(SCREENSHOTS / f"{view}-{width}.png"))
+    page.locator(shot).screenshot(path=str(SCREENSHOTS / f"{view}-{width}.png"))
+    page.context.close()
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
@@ -151,12 +158,9 @@ def test_the_submission_page_draws_each_points_cycles_against_its_threshold(cont
     assert len(dots) == sum(p["cycles"] is not None for p in points) and len(thresholds) == len(points)
     _higher_is_drawn_higher([(p["cycles_for_100"], t["y"]) for p, t in zip(points, thresholds)])
     assert page.locator("#plot-cycles > title").text_content() == "Cycles against the thresholds"
-    csv = page.request.get(f"{pages.url}/submissions/{alice}/cycles.csv").text()
-    assert csv.splitlines()[0] == "task,point,state,verdict,cycles,score,cycles_for_100,cycles_for_plus_10"
-    assert len(csv.splitlines()) == 1 + len(points)
-    _fits(page, width, "#fig-cycles")
-    _shoot(page, "#fig-cycles", "submission-cycles", width)
-    page.context.close()
+    _csv_fits_and_shoot(page, f"{pages.url}/submissions/{alice}/cycles.csv",
+                        "task,point,state,verdict,cycles,score,cycles_for_100,cycles_for_plus_10", len(points),
+                        "#fig-cycles", "#fig-cycles", "submission-cycles", width)
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
@@ -174,10 +178,8 @@ def test_my_submissions_draws_my_scores_over_time(contest_site, browser, width):
     tops = page.eval_on_selector_all("#plot-own g.pl-sub", "gs => gs.map(g => g.getBBox().y)")
     _higher_is_drawn_higher(list(zip([s["total"] for s in mine], tops)))
     assert page.locator("#own-table tbody tr").count() == len(mine)
-    assert page.request.get(f"{pages.url}/submissions/progress.csv").text().count("\n") == 1 + len(mine)
-    _fits(page, width, "#fig-own")
-    _shoot(page, "section#progress", "my-scores", width)
-    page.context.close()
+    _csv_fits_and_shoot(page, f"{pages.url}/submissions/progress.csv", "submission_id,created,task1,task2,task3,task4,total,best",
+                        len(mine), "#fig-own", "section#progress", "my-scores", width)
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
@@ -198,12 +200,9 @@ def test_the_scoreboard_draws_the_top_ten_over_contest_time(contest_site, browse
         u["steps"] for u in doc["users"]]
     _higher_is_drawn_higher([(s["total"], s["y"]) for u in users for s in u["steps"]])
     assert page.locator("#progress-table tbody tr").count() == len(doc["users"])
-    csv = page.request.get(f"{pages.url}/scoreboard/progress.csv").text().splitlines()
-    assert csv[0] == "rank,user_name,at,submission_id,total"
-    assert len(csv) == 1 + sum(len(u["steps"]) for u in doc["users"])
-    _fits(page, width, "#fig-scoreboard")
-    _shoot(page, "section#progress", "scoreboard-progress", width)
-    page.context.close()
+    _csv_fits_and_shoot(page, f"{pages.url}/scoreboard/progress.csv", "rank,user_name,at,submission_id,total",
+                        sum(len(u["steps"]) for u in doc["users"]), "#fig-scoreboard", "section#progress",
+                        "scoreboard-progress", width)
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
@@ -230,11 +229,8 @@ def test_the_admin_page_draws_the_last_hours_queue_rate_and_verdicts(contest_sit
     for verdict, count in doc["verdicts"].items():
         if count:
             assert f"{verdict} {count} (" in summary
-    csv = page.request.get(f"{pages.url}/admin/activity.csv").text().splitlines()
-    assert len(csv) == 61 and csv[0].startswith("start,end,queue,graded,AC,")
-    _fits(page, width, "#fig-graded")
-    _shoot(page, "#last-hour", "admin-activity", width)
-    page.context.close()
+    _csv_fits_and_shoot(page, f"{pages.url}/admin/activity.csv", "start,end,queue,graded," + ",".join(doc["verdicts"]), 60,
+                        "#fig-graded", "#last-hour", "admin-activity", width)
 
 
 def test_the_series_endpoints_answer_each_audience_as_its_page_does(contest_site):
@@ -264,6 +260,10 @@ def test_the_series_endpoints_answer_each_audience_as_its_page_does(contest_site
     top = api("/leaderboard/progress").json()["users"][0]
     first = top["steps"][0]
     assert shown.text.splitlines()[1] == f"1,{top['user_name']},{first['at']},{first['submission_id']},{first['total']}"
+    cli = pages.cli("leaderboard", "--progress", "--csv")  # the command says the same
+    assert cli == shown.text
+    table = pages.cli("leaderboard", "--progress")
+    assert "The top 10 over time" in table and f"{first['at'][11:16]}: {first['total']:.2f}" in table
     for path in ("/submissions/progress.csv", f"/submissions/{alice}/cycles.csv", "/admin/activity.csv"):
         assert anonymous.get(path).status_code == 303  # to the login page
     assert bob.get(f"/submissions/{alice}/cycles.csv").status_code == 404
