@@ -2,17 +2,21 @@
 recently, read from the result rows (each claim stores the worker's name and start time, each result
 its finish time).
 
-Public API: ``running_points(session) -> list[dict]``, ``recent_workers(session, since) -> list[dict]``.
+Public API: ``running_points(session) -> list[dict]``, ``recent_workers(session, since) -> list[dict]``,
+``finished_since(session, since) -> list[dict]`` and ``queue_history(session, since) -> list[dict]`` (the
+admin page's graphs of the last hour).
 """
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from db.results import TestPointResult as R
+from db.status import scores_current
+from db.submissions import Submission
 
 
 def running_points(session: Session) -> list[dict[str, Any]]:
@@ -41,3 +45,38 @@ def recent_workers(session: Session, since: datetime) -> list[dict[str, Any]]:
             entry["last_seen"] = when
         entry["graded" if finished is not None else "running"] += 1
     return sorted(workers.values(), key=lambda w: w["last_seen"], reverse=True)
+
+
+def finished_since(session: Session, since: datetime) -> list[dict[str, Any]]:
+    """Every test point result finished at or after ``since``, oldest first: ``{"finished_at", "verdict"}``
+    (a rejudged point's earlier result is overwritten, so only its latest finish is there)."""
+    rows = session.execute(
+        select(R.finished_at, R.verdict).where(R.finished_at >= since).order_by(R.finished_at.asc())
+    ).mappings()
+    return [dict(row) for row in rows]
+
+
+def queue_history(session: Session, since: datetime) -> list[dict[str, Any]]:
+    """The submissions that may have had test points to grade at or after ``since``: created since then,
+    not scored (for their current generation), or with a current point unfinished or finished since then.
+    Each ``{"submission_id", "created", "generation", "scored" (its scores are its current generation's),
+    "rows": [{"started_at", "finished_at"}]}`` with the rows of its current generation (times aware UTC), by id."""
+    current = and_(R.submission_id == Submission.id, R.generation == Submission.generation)
+    busy = exists().where(current, or_(R.finished_at.is_(None), R.finished_at >= since))
+    submissions = session.execute(
+        select(Submission.id, Submission.created, Submission.generation, scores_current())
+        .where(or_(Submission.created >= since, ~scores_current(), busy))
+        .order_by(Submission.id)
+    ).all()
+    found = {sid: {"submission_id": sid, "created": created, "generation": generation, "scored": bool(scored),
+                   "rows": []}
+             for sid, created, generation, scored in submissions}
+    if found:
+        rows = session.execute(
+            select(R.submission_id, R.started_at, R.finished_at)
+            .join(Submission, current)
+            .where(R.submission_id.in_(sorted(found)))
+        ).all()
+        for sid, started, finished in rows:
+            found[sid]["rows"].append({"started_at": started, "finished_at": finished})
+    return list(found.values())

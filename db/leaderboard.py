@@ -9,7 +9,8 @@ asked for (`organisers=True`).
 
 Public API: `leaderboard(session, created_before=None, organisers=False) -> list[dict]`,
 `best_submissions(session, user_ids=None) -> dict[int, int]` (the submission that counts, per contestant),
-`all_submissions(session, user_id=None) -> list[dict]`.
+`all_submissions(session, user_id=None) -> list[dict]`, `score_history(session, user_ids, created_before=None)
+-> list[dict]` (the scored submissions the progress graphs step through).
 """
 from __future__ import annotations
 
@@ -110,4 +111,24 @@ def all_submissions(session: Session, user_id: int | None = None) -> list[dict[s
     )
     if user_id is not None:
         statement = statement.where(Submission.user_id == user_id)
+    return [dict(row) for row in session.execute(statement).mappings()]
+
+
+def score_history(session: Session, user_ids: Iterable[int],
+                  created_before: datetime | None = None) -> list[dict[str, Any]]:
+    """The scored submissions (`total` not NULL) of the users `user_ids`, in the order the leaderboard's
+    tie rule reads them (`created`, then `id`): dicts `{"user_id", "submission_id", "created", "task1"..
+    "task4", "total"}`. With `created_before` (the scoreboard freeze), only those created strictly before
+    it, exactly as `leaderboard` counts them."""
+    ids = sorted(set(user_ids))
+    if not ids:
+        return []
+    counted = Submission.total.is_not(None) & Submission.user_id.in_(ids)
+    if created_before is not None:
+        counted = counted & (Submission.created < created_before)
+    statement = (
+        select(Submission.user_id, Submission.id.label("submission_id"), Submission.created, *_SCORE_COLUMNS)
+        .where(counted)
+        .order_by(Submission.created.asc(), Submission.id.asc())
+    )
     return [dict(row) for row in session.execute(statement).mappings()]

@@ -22,9 +22,9 @@ from grader.client.http import Client, ClientError
 from grader.client.login import (ENV_SERVER, ENV_TOKEN, ClientConfig, config_path, forget_config, load_config,
                                  normalise_server, save_config)
 
-from .output import (dump_json, err, newest_first, out, points_progress, print_leaderboard, printable, print_rules,
-                     progress_updater, show_result, show_submitted, submissions_table, verdicts_exit_code, when,
-                     write_source)
+from .output import (dump_json, err, newest_first, out, points_progress, print_leaderboard, printable, print_progress,
+                     print_rules, progress_updater, show_result, show_submitted, submissions_table, verdicts_exit_code,
+                     when, write_source)
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -232,7 +232,10 @@ def source(submission_id: int, output: Path | None) -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
-def leaderboard(as_json: bool, as_csv: bool) -> None:
+@click.option("--progress", is_flag=True,
+              help="The top 10's best total over contest time instead: when each one's best rose, and to what "
+                   "(the scoreboard page's graph).")
+def leaderboard(as_json: bool, as_csv: bool, progress: bool) -> None:
     """Each user's best submission, best first (equal totals: the earlier submission first); a user is
     shown by their display name, with the login in brackets.
 
@@ -241,13 +244,16 @@ def leaderboard(as_json: bool, as_csv: bool) -> None:
     if config is None:
         from .local import leaderboard_local
 
-        leaderboard_local(as_json, as_csv)
+        leaderboard_local(as_json, as_csv, progress)
         return
     with Client(config) as client:  # public: no token needed
         try:
-            board = client.leaderboard()
+            board = client.leaderboard_progress() if progress else client.leaderboard()
         except ClientError as exc:
             _fail(exc)
+    if progress:
+        print_progress(board, as_json, as_csv)
+        return
     if board["frozen"] and not (as_json or as_csv):
         err.print(f"[yellow]frozen since {when(board['freeze_at'])}: later submissions are not shown[/yellow]")
     print_leaderboard(board["rows"], as_json, as_csv, tasks=board["tasks"])

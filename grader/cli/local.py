@@ -17,12 +17,14 @@ from grader.config import load_settings
 from grader.judging import pipeline
 from grader.runtime.pool import InterruptLatch, open_pool
 from grader.service import Service, accounts, messages, reuse, rules_text
+from grader.service.progress import scoreboard_progress
 from judger.cache_dir import cache_dir
 from judger.totals import summarize
 from judger.tasks import TASK_IDS
 
 from .output import (dump_json, err, newest_first, out, points_progress, print_explanations, print_leaderboard,
-                     progress_updater, safe, show_result, show_submitted, submissions_table, verdicts_exit_code)
+                     print_progress, progress_updater, safe, show_result, show_submitted, submissions_table,
+                     verdicts_exit_code)
 
 
 def submit_local(file: Path, user: str, wait: bool, timeout: float, as_json: bool = False) -> None:
@@ -131,9 +133,14 @@ def status_local(submission_id: int, as_json: bool) -> None:
                            f"({state['status']}{note})")
 
 
-def leaderboard_local(as_json: bool, as_csv: bool) -> None:
-    """``kdt-grade leaderboard`` from the local database (every submission counts: no freeze here)."""
+def leaderboard_local(as_json: bool, as_csv: bool, progress: bool = False) -> None:
+    """``kdt-grade leaderboard`` from the local database (every submission counts: no freeze here); with
+    ``progress``, the top 10's best totals over time as the scoreboard page draws them
+    (``grader.service.progress.scoreboard_progress``: the stored rules' freeze applies, as on the page)."""
     with _local_service() as service:
+        if progress:
+            print_progress(scoreboard_progress(service), as_json, as_csv)
+            return
         rows = service.leaderboard()
     print_leaderboard(rows, as_json, as_csv)
 

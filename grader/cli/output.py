@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from grader.csv_format import LEADERBOARD_COLUMNS, csv_text  # one CSV format, with the admin page's export
+from grader.csv_format import LEADERBOARD_COLUMNS, csv_text, progress_csv  # one CSV format, with the admin page's export
 from grader.display import count_text, utc_text  # numbers and times as the pages write them
 
 # Not a terminal (a pipe, a log): 120 columns unless COLUMNS says otherwise, instead of rich's 80.
@@ -188,6 +188,27 @@ def print_leaderboard(rows: list[dict], as_json: bool, as_csv: bool, tasks: dict
         sys.stdout.write(csv_text(rows, LEADERBOARD_COLUMNS))
     else:
         out.print(leaderboard_table(rows, tasks=tasks))
+
+
+def print_progress(doc: dict, as_json: bool, as_csv: bool) -> None:
+    """The scoreboard's progress document (``GET /api/v1/leaderboard/progress``) as JSON, CSV
+    (``csv_format.progress_csv``, the page's ``/scoreboard/progress.csv``) or a table: each of the top users
+    with the times (UTC) their best total rose and to what."""
+    if as_json:
+        dump_json(doc)
+        return
+    if as_csv:
+        sys.stdout.write(progress_csv(doc))
+        return
+    table = Table(title=f"The top {len(doc['users'])} over time, {when(doc['start'])} to {when(doc['end'])}"
+                        + (" (frozen: only submissions before the freeze count)" if doc["frozen"] else ""),
+                  title_justify="left")
+    for name in ("rank", "user", "total", "best total rose (UTC time: total)"):
+        table.add_column(name, justify="right" if name in ("rank", "total") else "left")
+    for u in doc["users"]:
+        steps = ", ".join(f"{when(s['at'])[11:16]}: {_num(s['total'])}" for s in u["steps"])
+        table.add_row(str(u["rank"]), safe(user_label(u)), _num(u["total"]), steps)
+    out.print(table)
 
 
 def rules_points_table(doc: dict) -> Table:

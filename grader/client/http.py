@@ -93,6 +93,11 @@ class Client:
         """``GET /leaderboard``: ``{"frozen", "freeze_at", "tasks", "rows"}``."""
         return self._request("GET", "/leaderboard").json()
 
+    def leaderboard_progress(self) -> dict:
+        """``GET /leaderboard/progress``: ``{"frozen", "freeze_at", "start", "end", "users": [{"rank",
+        "user_name", "display_name", "total", "steps": [{"at", "submission_id", "total"}]}]}``."""
+        return self._request("GET", "/leaderboard/progress").json()
+
     def rules(self) -> dict:
         """``GET /rules``: the scoring, the ranking, every test point's threshold, the times and limits
         (``grader.service.rules_text.contestant_rules``; no token needed)."""

@@ -1,5 +1,5 @@
 """The organisers' API (``/api/v1/admin``, an admin token needed): every submission, rejudge, users,
-the grading queue and the workers seen, the contest rules, freeze and unfreeze. Thin over ``Service``,
+the grading queue, its last hour and the workers seen, the contest rules, freeze and unfreeze. Thin over ``Service``,
 ``grader.service.queries``, ``grader.service.contest`` and ``grader.service.accounts``."""
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from grader.refusals import NotFound
-from grader.service import accounts, contest, queries, search, visibility
+from grader.service import accounts, contest, progress, queries, search, visibility
 from grader.service.accounts import Account
 from grader.service.rows import plain_rows
 from grader.web.http.auth import admin_account
 from grader.web.http.error_responses import error_responses
 
 from .contestant import SOURCE_RESPONSES, SubmissionId
-from .schemas import GradingQueue, Rejudged, RejudgeRequest, Rules, RulesChange, Status, SubmissionRow, WorkerSeen
+from .schemas import GradingActivity, GradingQueue, Rejudged, RejudgeRequest, Rules, RulesChange, Status, SubmissionRow, WorkerSeen
 
 router = APIRouter(prefix="/api/v1/admin", tags=["admin"], dependencies=[Depends(admin_account)],
                    responses=error_responses(401, 403, 503))
@@ -73,6 +73,13 @@ def grading_queue(request: Request) -> dict:
     """The grading queue, as the admin page shows it: how many test points wait for a worker, and every
     running one with its worker, age and whether it is stuck."""
     return queries.grading_queue(request.app.state.service)
+
+
+@router.get("/activity", response_model=GradingActivity)
+def activity(request: Request) -> dict:
+    """The last hour, minute by minute: test points queued or running at each minute's end, points graded
+    in it and their verdicts (the admin page's graphs; CSV: ``/admin/activity.csv``)."""
+    return progress.grading_activity(request.app.state.service)
 
 
 @router.get("/workers", response_model=list[WorkerSeen])

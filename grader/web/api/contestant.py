@@ -1,4 +1,5 @@
-"""The contestant's API (``/api/v1``, a token needed): submit, list one's own submissions, status, source.
+"""The contestant's API (``/api/v1``, a token needed): submit, list one's own submissions, status, source,
+one's scores over time.
 
 Thin: authenticate (``grader.web.http.auth``), read the upload (``grader.web.http.upload``), call
 ``Service.accept`` with the contest's rules and start the grading (``grader.web.http.admission``);
@@ -11,14 +12,14 @@ from fastapi.responses import PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 
-from grader.service import accounts, visibility
+from grader.service import accounts, progress, visibility
 from grader.service.accounts import Account
 from grader.web.http import admission
 from grader.web.http.auth import bearer, current_account, token_of
 from grader.web.http.error_responses import error_responses
 from grader.web.http.upload import FIELD, read_upload
 
-from .schemas import Accepted, Status, SubmissionRow
+from .schemas import Accepted, OwnProgress, Status, SubmissionRow
 
 router = APIRouter(prefix="/api/v1", tags=["contestant"])
 
@@ -54,6 +55,13 @@ async def submit(request: Request, credentials: HTTPAuthorizationCredentials | N
 def my_submissions(request: Request, account: Account = Depends(current_account)) -> list[dict]:
     """The caller's own submissions, oldest first, with their status and scores."""
     return visibility.submissions_for(request.app.state.service, account)
+
+
+@router.get("/progress", response_model=OwnProgress, responses=error_responses(401, 403, 503))
+def my_progress(request: Request, account: Account = Depends(current_account)) -> dict:
+    """The caller's scored submissions over time, per task and in total, with the best total so far (the
+    graph of "My submissions"; CSV: ``/submissions/progress.csv``)."""
+    return progress.own_progress(request.app.state.service, account)
 
 
 @router.get("/submissions/{submission_id}", name="submission_status", response_model=Status,

@@ -1,4 +1,4 @@
-"""The public API (``/api/v1``, no token needed): the leaderboard, the contest's rules and clock, and the
+"""The public API (``/api/v1``, no token needed): the leaderboard and its top's progress, the contest's rules and clock, and the
 rules as a contestant reads them (``/rules``: scoring, thresholds, limits).
 
 With a token, ``/contest`` also tells the caller their remaining allowance.
@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Depends, Request
 
-from grader.service import contest, rules_text, standings, submission_limits
+from grader.service import contest, progress, rules_text, standings, submission_limits
 from grader.service.accounts import Account
 from grader.version import grader_version
 from grader.web.http.auth import OPTIONAL_SECURITY, optional_account
 from grader.web.http.error_responses import error_responses
 from judger.tasks import TASKS
 
-from .schemas import Contest, ContestantRules, Leaderboard
+from .schemas import Contest, ContestantRules, Leaderboard, ScoreboardProgress
 
 router = APIRouter(prefix="/api/v1", tags=["public"])
 
@@ -31,6 +31,13 @@ def leaderboard(request: Request) -> dict:
     """Each user's best submission, best first (ties: the earlier). While the scoreboard is frozen, only
     submissions made before the freeze count."""
     return {**standings.public_leaderboard(request.app.state.service), "tasks": task_info()}
+
+
+@router.get("/leaderboard/progress", response_model=ScoreboardProgress, responses=error_responses(503))
+def leaderboard_progress(request: Request) -> dict:
+    """The top 10 of the leaderboard and each one's best total over contest time (the scoreboard's graph;
+    CSV: ``/scoreboard/progress.csv``). While frozen, only submissions made before the freeze count."""
+    return progress.scoreboard_progress(request.app.state.service)
 
 
 @router.get("/contest", response_model=Contest, responses=error_responses(401, 403, 503),

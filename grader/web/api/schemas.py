@@ -104,6 +104,51 @@ class Leaderboard(BaseModel):
     rows: list[LeaderboardRow]
 
 
+class ProgressStep(BaseModel):
+    """A submission at which a user's best total rose (``grader.service.progress.best_steps``)."""
+
+    at: str = Field(description="the submission's time, ISO 8601 with its offset")
+    submission_id: int
+    total: float
+
+
+class ProgressUser(BaseModel):
+    rank: int
+    user_name: str
+    display_name: str | None
+    total: float | None = Field(description="the user's total on the leaderboard (the last step's)")
+    steps: list[ProgressStep]
+
+
+class ScoreboardProgress(BaseModel):
+    """The leaderboard's top 10 and how their best total rose over contest time; while frozen, only
+    submissions made before the freeze count and the time axis ends there."""
+
+    frozen: bool
+    freeze_at: str | None
+    start: str = Field(description="the time axis' start: the contest's, else the first step's")
+    end: str = Field(description="the time axis' end: the freeze in force, else now (the contest's end once past)")
+    users: list[ProgressUser]
+
+
+class OwnSubmissionScore(BaseModel):
+    submission_id: int
+    created: str
+    task1: float | None = Field(description="points of task 1 (at most its weight); null: not scored")
+    task2: float | None
+    task3: float | None
+    task4: float | None
+    total: float
+    best: float = Field(description="the best total up to and including this submission")
+
+
+class OwnProgress(BaseModel):
+    """The caller's scored submissions over time, oldest first (their own results in full, frozen or not)."""
+
+    user: str
+    submissions: list[OwnSubmissionScore]
+
+
 class Limits(BaseModel):
     min_interval_seconds: float | None
     max_per_hour: int | None
@@ -298,6 +343,24 @@ class WorkerSeen(BaseModel):
     age_seconds: float
     graded: int = Field(description="test points it finished in the window")
     running: int = Field(description="test points it has claimed and not finished")
+
+
+class ActivityMinute(BaseModel):
+    """One minute of the grading activity (``grader.service.progress.activity_minutes``)."""
+    start: str
+    end: str
+    queue: int = Field(description="test points queued or running at the minute's end")
+    graded: int = Field(description="test points finished in [start, end)")
+    verdicts: dict[str, int] = Field(description="those points by verdict (every verdict, 0 included)")
+
+
+class GradingActivity(BaseModel):
+    """The last hour, minute by minute: the queue's length, the points graded and their verdicts."""
+    start: str
+    end: str
+    minutes: list[ActivityMinute]
+    graded: int
+    verdicts: dict[str, int]
 
 
 # ---- contest communication (grader.service.messages) -----------------------------------------------

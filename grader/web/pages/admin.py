@@ -1,6 +1,8 @@
 """The organisers' page ``/admin`` (an admin account's session): the contestants' open questions (oldest
 first, each with answer / answer to all / ignore), the announcement form, every submission, the queue
-(points queued, running with worker and start time, stuck), the workers seen recently, and the rejudge
+(points queued, running with worker and start time, stuck), its last hour (the queue's length, the
+grading rate and the verdicts: ``plots.queue_chart``, ``plots.graded_chart``, ``/admin/activity.csv``), the
+workers seen recently, and the rejudge
 and freeze / unfreeze buttons (POST forms with the session's CSRF token, answered with a redirect back).
 
 Freeze, unfreeze and rejudge are confirmed first, without JavaScript: the button's POST (checked for its
@@ -26,13 +28,13 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from grader.refusals import BadRequest, Forbidden, NotFound, Refusal
-from grader.service import accounts, contest, glance, messages, queries, search
+from grader.service import accounts, contest, glance, messages, progress, queries, search
 from grader.service.queries import WORKERS_WINDOW
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import check_csrf
 
-from . import render as views
-from .base import error_page, page, to_login
+from . import plots, render as views
+from .base import csv_download, error_page, page, to_login
 from .messages import announcement_view, question_view
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
@@ -110,9 +112,20 @@ def admin_page(request: Request, notice: str | None = Query(None, max_length=100
                 banner=views.banner_view(rules, now),
                 notice=notice_text(notice, int(id) if id and id.isdigit() else None, rules),
                 queue=queue_view(service, now), workers=workers_view(service, now),
+                activity=plots.activity_view(progress.grading_activity(service, now)),
                 workers_note=f"Workers that claimed or finished a test point in the last "
                              f"{views.duration_text(WORKERS_WINDOW.total_seconds())}, from the result rows.",
                 **listing, **questions_context(service))
+
+
+@router.get("/activity.csv")
+def activity_csv(request: Request) -> Response:
+    """The last hour minute by minute (``progress.grading_activity``) as CSV; organisers only."""
+    account = organiser_account(request)
+    if isinstance(account, Response):
+        return account
+    return csv_download(progress.grading_activity_csv(progress.grading_activity(request.app.state.service)),
+                        "grading-activity")
 
 
 @router.get("/submissions.json")

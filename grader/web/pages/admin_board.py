@@ -14,7 +14,7 @@ from judger.tasks import TASKS
 
 from . import render as views
 from .admin import organiser_account
-from .base import PAGE_HEADERS, page
+from .base import csv_download, page
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
 
@@ -57,7 +57,4 @@ def standings_csv(request: Request) -> Response:
     account = organiser_account(request)
     if isinstance(account, Response):
         return account
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Response(export.standings_csv(request.app.state.service), media_type="text/csv; charset=utf-8",
-                    headers={**PAGE_HEADERS, "Cache-Control": "no-store",
-                             "Content-Disposition": f'attachment; filename="standings-{stamp}.csv"'})
+    return csv_download(export.standings_csv(request.app.state.service), "standings")

@@ -1,7 +1,8 @@
 """What every page has: the security headers, the caller's account and the contest rules in the context
-(``page``), the error page, the redirect to the login page."""
+(``page``), the error page, the redirect to the login page, a CSV download (``csv_download``)."""
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 from fastapi import Path, Request
@@ -41,3 +42,11 @@ def error_page(request: Request, status: int, heading: str, message: str, accoun
 def to_login(request: Request) -> RedirectResponse:
     """A redirect (303) to the login page, which comes back here after logging in."""
     return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
+
+
+def csv_download(text: str, name: str) -> Response:
+    """``text`` (CSV) as a download named ``NAME-<UTC time>.csv``, with the page headers, never cached."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Response(text, media_type="text/csv; charset=utf-8",
+                    headers={**PAGE_HEADERS, "Cache-Control": "no-store",
+                             "Content-Disposition": f'attachment; filename="{name}-{stamp}.csv"'})

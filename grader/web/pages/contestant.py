@@ -6,9 +6,10 @@ only adds the live updates through ``/submissions/ID/status.json``.
 
 - ``/submit``: the caller's limits and the upload form (its CSRF token is a field of the multipart body,
   read by the shared size-capped reader);
-- ``/submissions`` (each row's verdicts at a glance, the one that counts marked), ``/submissions.json``
-  (its live update while one is graded), ``/submissions/ID`` (per-point table, timelines, highlighted source),
-  ``/submissions/ID/status.json``, ``/submissions/ID/points/T/P/timeline.svg`` and ``.../perfetto.json``.
+- ``/submissions`` (each row's verdicts at a glance, the one that counts marked; the scores over time:
+  ``plots.own_chart``, ``/submissions/progress.csv``), ``/submissions.json`` (its live update while one is
+  graded), ``/submissions/ID`` (per-point table, the cycles against the thresholds: ``plots.cycles_chart``,
+  ``.../cycles.csv``; timelines, highlighted source), ``/submissions/ID/status.json``, ``/submissions/ID/points/T/P/timeline.svg`` and ``.../perfetto.json``.
 
 Another user's submission answers 404, exactly as a missing one (``grader.service.visibility``).
 """
@@ -24,13 +25,13 @@ from grader.judging import trace_record
 from grader.judging.pipeline import Rejected
 from grader.display import count_text
 from grader.refusals import NotFound, Refusal
-from grader.service import contest, glance, queries, submission_limits, visibility
+from grader.service import contest, glance, progress, queries, submission_limits, visibility
 from grader.web.http import admission, cookie_session as session
 from grader.web.http.csrf import check_csrf
 from grader.web.http.upload import read_upload_form
 
-from . import render as views
-from .base import SVG_HEADERS, SubmissionId, error_page, page, to_login
+from . import plots, render as views
+from .base import SVG_HEADERS, SubmissionId, csv_download, error_page, page, to_login
 from .timeline import timeline_height, timeline_svg
 
 router = APIRouter(include_in_schema=False)
@@ -89,7 +90,18 @@ def my_submissions(request: Request) -> Response:
     account = session.page_account(request)
     if account is None:
         return to_login(request)
-    return page(request, "submissions.html", account=account, submissions=_my_rows(request, account))
+    own = plots.own_view(progress.own_progress(request.app.state.service, account))
+    return page(request, "submissions.html", account=account, submissions=_my_rows(request, account), own=own)
+
+
+@router.get("/submissions/progress.csv")
+def my_progress_csv(request: Request) -> Response:
+    """The caller's scored submissions over time (``progress.own_progress``) as CSV."""
+    account = session.page_account(request)
+    if account is None:
+        return to_login(request)
+    return csv_download(progress.own_progress_csv(progress.own_progress(request.app.state.service, account)),
+                        "my-scores")
 
 
 @router.get("/submissions.json")
@@ -113,23 +125,43 @@ def _missing(request: Request, account, submission_id: int) -> Response:
     return error_page(request, 404, "Not found", f"There is no submission {submission_id} of yours.", account)
 
 
-@router.get("/submissions/{submission_id}")
-def submission_page(request: Request, submission_id: int = SubmissionId,
-                    opened: str = Query("", alias="open")) -> Response:
-    """Per-point table (live while grading), the timelines of the graded points, the highlighted source
-    (the lines the messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
-    "picture" links carry it, so the linked section is open without JavaScript)."""
+def _visible(request: Request, submission_id: int) -> tuple | Response:
+    """``(account, status document)`` of a submission the caller may see; else the response: to the login
+    page without a session, 404 for another user's or a missing one."""
     account = session.page_account(request)
     if account is None:
         return to_login(request)
     state = _visible_state(request, account, submission_id)
     if state is None:
         return _missing(request, account, submission_id)
+    return account, state
+
+
+@router.get("/submissions/{submission_id}")
+def submission_page(request: Request, submission_id: int = SubmissionId,
+                    opened: str = Query("", alias="open")) -> Response:
+    """Per-point table (live while grading), the timelines of the graded points, the highlighted source
+    (the lines the messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
+    "picture" links carry it, so the linked section is open without JavaScript)."""
+    found = _visible(request, submission_id)
+    if isinstance(found, Response):
+        return found
+    account, state = found
     service = request.app.state.service
     _, source = visibility.source_for(service, account, submission_id)
     sub = views.submission_view(state, _frames(service, state))
     return page(request, "submission.html", account=account, sub=sub, opened=opened,
-                source_html=views.highlight(source, views.message_lines(state)))
+                source_html=views.highlight(source, views.message_lines(state)),
+                cycles_svg=plots.cycles_chart(progress.submission_cycles(state)))
+
+
+@router.get("/submissions/{submission_id}/cycles.csv")
+def cycles_csv(request: Request, submission_id: int = SubmissionId) -> Response:
+    """Each test point's cycles, threshold and cycles for +10 (``progress.submission_cycles``) as CSV."""
+    found = _visible(request, submission_id)
+    if isinstance(found, Response):
+        return found
+    return csv_download(progress.submission_cycles_csv(found[1]), f"submission-{submission_id}-cycles")
 
 
 @router.get("/submissions/{submission_id}/status.json")

@@ -1,7 +1,8 @@
 """The public pages and the login (HTML, server-rendered; everything works without JavaScript).
 
 - ``/``: the contest banner and the public scoreboard (while frozen, a logged-in contestant's own row
-  marked with their submissions it hides); ``/scoreboard.json?since=VERSION`` its live update (304, or
+  marked with their submissions it hides), and its top 10 over time (``plots.scoreboard_chart``, the freeze
+  applied as on the board; ``/scoreboard/progress.csv``); ``/scoreboard.json?since=VERSION`` its live update (304, or
   only the changed rows: ``scoreboard``), for ``static/live.js``;
 - ``/rules``: how a score follows from the cycles, the ranking, every test point's threshold, the
   contest's times and limits (``grader.service.rules_text``, as ``GET /api/v1/rules``);
@@ -16,12 +17,12 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from grader.refusals import Forbidden, NotAuthenticated
-from grader.service import contest, login_sessions, rules_text, standings
+from grader.service import contest, login_sessions, progress, rules_text, standings
 from grader.web.http import cookie_session as session
 from grader.web.http.csrf import check_csrf, check_login_csrf, forget_login_csrf, login_csrf, remember_login_csrf
 
-from . import render as views
-from .base import error_page, page
+from . import plots, render as views
+from .base import csv_download, error_page, page
 from .scoreboard import pending_mark
 
 router = APIRouter(include_in_schema=False)
@@ -47,7 +48,15 @@ def index(request: Request) -> Response:
         own = pending_mark(standings.hidden_submissions(service, account.id))
     return page(request, "index.html", account=account, rules=rules,
                 banner=views.banner_view(rules, datetime.now(UTC)), board=board, bands=views.SCORE_BANDS,
-                own=own, rows_html=board.rows_html_for(account.name, own) if own else board.rows_html)
+                own=own, rows_html=board.rows_html_for(account.name, own) if own else board.rows_html,
+                progress=plots.scoreboard_view(progress.scoreboard_progress(service)))
+
+
+@router.get("/scoreboard/progress.csv")
+def scoreboard_progress_csv(request: Request) -> Response:
+    """The top 10's best totals over contest time (``progress.scoreboard_progress``: the freeze applies) as CSV."""
+    return csv_download(progress.scoreboard_progress_csv(progress.scoreboard_progress(request.app.state.service)),
+                        "scoreboard-progress")
 
 
 @router.get("/scoreboard.json")
