@@ -24,12 +24,13 @@ from grader.judging import trace_record
 from grader.judging.pipeline import Rejected
 from grader.display import count_text
 from grader.refusals import NotFound, Refusal
-from grader.service import contest, glance, queries, submission_limits, visibility
+from grader.service import compare, contest, glance, queries, submission_limits, visibility
 from grader.web.http import admission, cookie_session as session
 from grader.web.http.csrf import check_csrf
 from grader.web.http.upload import read_upload_form
 
 from . import render as views
+from .compare import picker_view
 from .base import SVG_HEADERS, SubmissionId, error_page, page, to_login
 from .timeline import timeline_height, timeline_svg
 
@@ -116,8 +117,9 @@ def _missing(request: Request, account, submission_id: int) -> Response:
 @router.get("/submissions/{submission_id}")
 def submission_page(request: Request, submission_id: int = SubmissionId,
                     opened: str = Query("", alias="open")) -> Response:
-    """Per-point table (live while grading), the timelines of the graded points, the highlighted source
-    (the lines the messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
+    """Per-point table (live while grading), the picker comparing it with another submission of its
+    author's (``compare``), the timelines of the graded points, the highlighted source (the lines the
+    messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
     "picture" links carry it, so the linked section is open without JavaScript)."""
     account = session.page_account(request)
     if account is None:
@@ -128,7 +130,8 @@ def submission_page(request: Request, submission_id: int = SubmissionId,
     service = request.app.state.service
     _, source = visibility.source_for(service, account, submission_id)
     sub = views.submission_view(state, _frames(service, state))
-    return page(request, "submission.html", account=account, sub=sub, opened=opened,
+    picker = picker_view(compare.others(service, account, submission_id), submission_id)
+    return page(request, "submission.html", account=account, sub=sub, opened=opened, picker=picker,
                 source_html=views.highlight(source, views.message_lines(state)))
 
 

@@ -22,9 +22,9 @@ from tests.shared_services import locked_redis
 from weblib import Server, add_user
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
-# The selected operations by tag: 11 in all. Each tag is its own test (and schemathesis run), so that
+# The selected operations by tag: 12 in all. Each tag is its own test (and schemathesis run), so that
 # under xdist the two halves run at the same time; links between operations stay within a tag.
-OPERATIONS = {"contestant": 8, "public": 3}
+OPERATIONS = {"contestant": 9, "public": 3}
 
 
 @pytest.fixture(scope="module")
