@@ -32,7 +32,7 @@ from grader.web.http.upload import read_upload_form
 from . import render as views
 from .compare import picker_view
 from .base import SVG_HEADERS, SubmissionId, error_page, page, to_login
-from .timeline import timeline_height, timeline_svg
+from .timeline import ZOOMS, timeline_height, timeline_svg
 
 router = APIRouter(include_in_schema=False)
 
@@ -172,15 +172,19 @@ def _point_record(request: Request, submission_id: int, task: int, point: int):
 
 @router.get("/submissions/{submission_id}/points/{task}/{point}/timeline.svg")
 def timeline(request: Request, submission_id: int = SubmissionId, task: int = Path(ge=1, le=99),
-             point: int = Path(ge=0, le=99)) -> Response:
+             point: int = Path(ge=0, le=99), zoom: int = Query(1)) -> Response:
     """The timeline picture (SVG) of job 0 of a graded point, its threshold marked, its source lines
-    linked to the submission page's listing."""
+    linked to the submission page's listing; ``?zoom=N`` (``timeline.ZOOMS``) widens its cycle axes N
+    times (another value: 404)."""
+    if zoom not in ZOOMS:
+        return error_page(request, 404, "Not found", f"There is no zoom {zoom}: one of "
+                          f"{', '.join(map(str, ZOOMS))}.", session.page_account(request))
     found = _point_record(request, submission_id, task, point)
     if isinstance(found, Response):
         return found
     record, entry = found
     svg = timeline_svg(record, 0, svg_id=f"timeline-{task}-{point}", threshold=entry["cycles_for_100"],
-                       source_url=f"/submissions/{submission_id}")
+                       source_url=f"/submissions/{submission_id}", zoom=zoom)
     return Response(svg, media_type="image/svg+xml", headers=SVG_HEADERS)
 
 
