@@ -119,3 +119,21 @@ def test_the_32_sm_timeline_shows_its_critical_path_and_rows_and_zooms(graded, b
     box.evaluate("b => { b.scrollLeft = b.scrollWidth * 0.3; }")
     item.screenshot(path=str(ARTIFACTS / f"timeline-zoom-{width}.png"))
     page.context.close()
+
+
+def test_on_a_phone_rules_and_my_submissions_are_one_tap_away(graded, browser):
+    """At 390 x 844, on a submission's page scrolled down: the header's Rules and My submissions links are
+    on the first screen at the top (no menu to open) and each leads to its page in one tap."""
+    pages, token, (_, second) = graded
+    page = log_in(browser, pages, token, width=390, height=844)
+    page.goto(f"{pages.url}/submissions/{second}")
+    for name, path in (("Rules", "/rules"), ("My submissions", "/submissions")):
+        link = page.locator("header.top nav a", has_text=name)
+        box = link.bounding_box()
+        assert link.is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= 390 and box["y"] + box["height"] <= 200
+        assert box["height"] >= 20  # a finger's target, not a sliver
+        link.click()
+        page.wait_for_url(f"{pages.url}{path}")
+        page.go_back()
+    page.locator("header.top").screenshot(path=str(ARTIFACTS / "header-390.png"))
+    page.context.close()
