@@ -190,11 +190,13 @@ def read_at(session: Session, user_id: int) -> datetime | None:
 def unread(session: Session, user_id: int) -> dict[str, int]:
     """How many messages user ``user_id`` has not read: ``{"answers", "announcements"}``. ``answers``
     counts answers to their own questions and published answers to others' given since their last read
-    (an ignored question is not an answer); ``announcements`` those made since then (all of them for a user who never read)."""
+    (an ignored question is not an answer); ``announcements`` those made since then (all of them for a user who never read).
+    What the user wrote themselves is never unread: an organiser's own answers and announcements are not counted."""
     last_read = read_at(session, user_id)
     handled = select(func.count()).select_from(_CLAR).where(
-        _CLAR.c.state == "answered", or_(_CLAR.c.author_id == user_id, _CLAR.c.published))
-    made = select(func.count()).select_from(_ANN)
+        _CLAR.c.state == "answered", or_(_CLAR.c.author_id == user_id, _CLAR.c.published),
+        or_(_CLAR.c.handled_by.is_(None), _CLAR.c.handled_by != user_id))
+    made = select(func.count()).select_from(_ANN).where(or_(_ANN.c.author_id.is_(None), _ANN.c.author_id != user_id))
     if last_read is not None:
         handled = handled.where(_CLAR.c.handled_at > last_read)
         made = made.where(_ANN.c.created > last_read)

@@ -3,7 +3,7 @@
 Each command is imported only when it runs (a contestant's `kdt-grade submit` to a server must not import
 torch or the simulator), from ``COMMANDS``:
 
-- contestants: `login`, `logout`, `submit`, `status`, `submissions`, `source`, `leaderboard`, `rules`, `version`
+- contestants: `login`, `logout`, `submit`, `status`, `diff`, `submissions`, `source`, `leaderboard`, `rules`, `version`
   (``contestant``: over HTTP with a server configured, else ``local``), `local` (``local``), `audit`
   (``audit``);
 - clarifications and announcements: `ask`, `clarifications`, `announcements` (``messages``: over
@@ -39,6 +39,7 @@ COMMANDS = {
     "logout": "grader.cli.contestant:logout",
     "submit": "grader.cli.contestant:submit",
     "status": "grader.cli.contestant:status",
+    "diff": "grader.cli.contestant:diff",
     "submissions": "grader.cli.contestant:submissions",
     "source": "grader.cli.contestant:source",
     "leaderboard": "grader.cli.contestant:leaderboard",
@@ -55,7 +56,7 @@ COMMANDS = {
     "design": "grader.cli.design:design",
 }
 # The sections of `kdt-grade --help`, in this order (every command of COMMANDS is in exactly one).
-CONTESTANT_COMMANDS = ("submit", "status", "submissions", "source", "leaderboard", "rules", "local", "audit", "ask",
+CONTESTANT_COMMANDS = ("submit", "status", "diff", "submissions", "source", "leaderboard", "rules", "local", "audit", "ask",
                        "clarifications", "announcements", "login", "logout", "version")
 ORGANISER_COMMANDS = ("admin", "serve", "worker", "design")
 

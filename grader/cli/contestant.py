@@ -1,4 +1,4 @@
-"""The contestant's commands: ``login``, ``logout``, ``submit``, ``status``, ``submissions``, ``source``,
+"""The contestant's commands: ``login``, ``logout``, ``submit``, ``status``, ``diff``, ``submissions``, ``source``,
 ``leaderboard``, ``rules``, ``version``.
 
 With a server configured (``kdt-grade login``, or ``KDT_GRADE_SERVER``/``KDT_GRADE_TOKEN``) they talk to it
@@ -23,8 +23,8 @@ from grader.client.login import (ENV_SERVER, ENV_TOKEN, ClientConfig, config_pat
                                  normalise_server, save_config)
 
 from .output import (dump_json, err, newest_first, out, points_progress, print_leaderboard, printable, print_progress,
-                     print_rules, progress_updater, show_result, show_submitted, submissions_table, verdicts_exit_code,
-                     when, write_source)
+                     print_rules, progress_updater, show_comparison, show_result, show_submitted, submissions_table,
+                     verdicts_exit_code, when, write_source)
 
 FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -184,6 +184,30 @@ def status(submission_id: int, as_json: bool) -> None:
 
 
 @click.command()
+@click.argument("a", type=int)
+@click.argument("b", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the document of GET /api/v1/submissions/A/compare/B).")
+def diff(a: int, b: int, as_json: bool) -> None:
+    """Compare two of your submissions, A then B: per test point the verdicts, cycles and scores side by
+    side with the change from A to B (green better, red worse, and said in the last column), per task and
+    in total; whether a result was reused.
+
+    Exit status: 0 when shown (whatever changed); 1 an error; 2 not a submission of yours (on a server)."""
+    config = _server()
+    if config is None:
+        from .local import diff_local
+
+        show_comparison(diff_local(a, b), as_json)
+        return
+    with _client(config) as client:
+        try:
+            doc = client.compare(a, b)
+        except ClientError as exc:
+            _fail(exc)
+    show_comparison(doc, as_json)
+
+
+@click.command()
 @click.option("--user", help="Whose submissions (local mode only; default: your login name).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def submissions(user: str | None, as_json: bool) -> None:
@@ -312,5 +336,5 @@ def version(as_json: bool) -> None:
                   "[yellow]different judging code: update your copy to grade locally as the server does[/yellow]")
 
 
-__all__ = ["config_path", "leaderboard", "login", "logout", "rules", "source", "status", "submissions", "submit",
+__all__ = ["config_path", "diff", "leaderboard", "login", "logout", "rules", "source", "status", "submissions", "submit",
            "version"]

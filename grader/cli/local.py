@@ -1,5 +1,5 @@
 """The local ``kdt-grade`` commands: ``local``, and the local (no server) side of ``submit``,
-``status``, ``submissions``, ``source``, ``leaderboard``, ``rules``, which ``grader.cli.contestant`` calls when no
+``status``, ``diff``, ``submissions``, ``source``, ``leaderboard``, ``rules``, which ``grader.cli.contestant`` calls when no
 server is configured, and of the contest communication (``LocalMessages``: ``ask``, ``clarifications``,
 ``announcements`` and ``admin clarifications|answer|ignore|announce``, for ``grader.cli.messages``).
 
@@ -16,7 +16,7 @@ import click
 from grader.config import load_settings
 from grader.judging import pipeline
 from grader.runtime.pool import InterruptLatch, open_pool
-from grader.service import Service, accounts, messages, reuse, rules_text
+from grader.service import Service, accounts, compare, messages, reuse, rules_text
 from grader.service.progress import scoreboard_progress
 from judger.cache_dir import cache_dir
 from judger.totals import summarize
@@ -131,6 +131,16 @@ def status_local(submission_id: int, as_json: bool) -> None:
         note = ", rejudging: the scores shown are the previous grading's" if state.get("rejudging") else ""
         show_result(state, f"submission {state['id']}: {state['file_name']} by {state['user']} "
                            f"({state['status']}{note})")
+
+
+def diff_local(a: int, b: int) -> dict:
+    """``kdt-grade diff``: submissions ``a`` and ``b`` of the local database compared
+    (``grader.service.compare.comparison``)."""
+    with _local_service() as service:
+        try:
+            return compare.comparison(service, a, b)
+        except LookupError as exc:
+            raise click.ClickException(f"{exc} in the local database") from None
 
 
 def leaderboard_local(as_json: bool, as_csv: bool, progress: bool = False) -> None:

@@ -113,6 +113,73 @@ def show_result(state: dict, title: str) -> None:
     print_messages(state["points"])
 
 
+_CHANGE_STYLE = {"better": "green", "worse": "red", "same": "dim", "pending": "dim"}
+
+
+def signed(value, digits: int | None = 2) -> str:
+    """A change with its sign (``+12.50``, ``-204``, ``0.00``; ``digits`` None: a count with thousands
+    separators), ``-`` when there is none."""
+    if value is None:
+        return "-"
+    if digits is None:
+        return ("+" if value > 0 else "-" if value < 0 else "") + count_text(abs(value))
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text[1:]) == 0 else text
+
+
+def _changed(text: str, good: bool | None) -> str:
+    """``text`` green when the change is an improvement, red when a regression (the sign says it too)."""
+    return text if good is None else f"[{'green' if good else 'red'}]{text}[/]"
+
+
+def comparison_table(doc: dict) -> Table:
+    """``kdt-grade diff``: two submissions side by side (``grader.service.compare.compare``), per test point
+    the verdicts, cycles and scores of A and B with the change from A to B, per task and in total. The
+    last column says in words what the colours say (``better`` / ``worse`` / ``same`` / ``pending``)."""
+    a, b = doc["a"], doc["b"]
+    title = (f"A = submission {a['id']} ({safe(a['file_name'])}, {safe(a['user'])}) -> B = submission {b['id']} "
+             f"({safe(b['file_name'])}, {safe(b['user'])}){'; the same file' if doc['same_file'] else ''}")
+    table = Table(title=title, title_justify="left")
+    for name in ("task", "point", "verdict A -> B", "cycles A", "cycles B", "change", "B / A", "score A",
+                 "score B", "change ", "B is"):
+        table.add_column(name, justify="left" if name in ("verdict A -> B", "B is") else "right")
+    for p in doc["points"]:
+        verdicts = f"{_verdict(p['verdict_a'], 'pending')} -> {_verdict(p['verdict_b'], 'pending')}"
+        cycles, score = p["cycles_delta"], p["score_delta"]
+        reused = [side for side in ("A", "B") if p[f"reused_{side.lower()}"]]
+        table.add_row(str(p["task"]), str(p["point"]), verdicts, count(p["cycles_a"]), count(p["cycles_b"]),
+                      _changed(signed(cycles, None), None if not cycles else cycles < 0),
+                      "-" if p["cycles_ratio"] is None else f"{p['cycles_ratio']:.2f}x",
+                      _num(p["score_a"]), _num(p["score_b"]),
+                      _changed(signed(score), None if score is None or abs(score) < 0.005 else score > 0),
+                      f"[{_CHANGE_STYLE[p['change']]}]{p['change']}[/]"
+                      + (f" (reused: {'/'.join(reused)})" if reused else ""))
+    table.add_section()
+    for t in doc["tasks"]:
+        delta = t["delta"]
+        table.add_row(str(t["task"]), "", safe(t["name"]), "", "", "", "", _num(t["score_a"]), _num(t["score_b"]),
+                      _changed(signed(delta), None if delta is None or abs(delta) < 0.005 else delta > 0),
+                      f"of {_weight(t['weight'])}")
+    delta = doc["total_delta"]
+    table.add_row("", "", "[bold]total[/bold]", "", "", "", "", f"[bold]{_num(doc['total_a'])}[/bold]",
+                  f"[bold]{_num(doc['total_b'])}[/bold]",
+                  _changed(f"[bold]{signed(delta)}[/bold]", None if delta is None or abs(delta) < 0.005 else delta > 0),
+                  "of 100")
+    return table
+
+
+def show_comparison(doc: dict, as_json: bool) -> None:
+    """What ``kdt-grade diff`` prints: the comparison document (``--json``) or its table and one line
+    counting the points that got better and worse."""
+    if as_json:
+        dump_json(doc)
+        return
+    out.print(comparison_table(doc))
+    counts = doc["counts"]
+    out.print(", ".join(f"{counts[c]} {c}" for c in ("better", "worse", "same", "pending") if counts.get(c))
+              + " (test points, from A to B)", markup=False)
+
+
 def show_submitted(state: dict, wait: bool, as_json: bool) -> None:
     """What ``kdt-grade submit`` prints at the end: the status document (``--json``), the result table
     (``--wait``), or where to look."""

@@ -81,6 +81,11 @@ class Client:
         """``GET /submissions/{id}``: the status document."""
         return self._request("GET", f"/submissions/{int(submission_id)}").json()
 
+    def compare(self, a: int, b: int) -> dict:
+        """``GET /submissions/{a}/compare/{b}``: the two submissions side by side, each change from A to B
+        (``grader.service.compare.compare``)."""
+        return self._request("GET", f"/submissions/{int(a)}/compare/{int(b)}").json()
+
     def source(self, submission_id: int) -> str:
         """``GET /submissions/{id}/source``: the submitted file's text (the caller's own submissions only)."""
         return self._request("GET", f"/submissions/{int(submission_id)}/source").text

@@ -1,5 +1,5 @@
 """The contestant's API (``/api/v1``, a token needed): submit, list one's own submissions, status, source,
-one's scores over time.
+one's scores over time; two submissions compared.
 
 Thin: authenticate (``grader.web.http.auth``), read the upload (``grader.web.http.upload``), call
 ``Service.accept`` with the contest's rules and start the grading (``grader.web.http.admission``);
@@ -12,14 +12,14 @@ from fastapi.responses import PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials
 from starlette.concurrency import run_in_threadpool
 
-from grader.service import accounts, progress, visibility
+from grader.service import accounts, compare, progress, visibility
 from grader.service.accounts import Account
 from grader.web.http import admission
 from grader.web.http.auth import bearer, current_account, token_of
 from grader.web.http.error_responses import error_responses
 from grader.web.http.upload import FIELD, read_upload
 
-from .schemas import Accepted, OwnProgress, Status, SubmissionRow
+from .schemas import Accepted, Comparison, OwnProgress, Status, SubmissionRow
 
 router = APIRouter(prefix="/api/v1", tags=["contestant"])
 
@@ -70,6 +70,17 @@ def submission_status(request: Request, submission_id: int = SubmissionId,
                       account: Account = Depends(current_account)) -> dict:
     """The status document of one of the caller's submissions (what `kdt-grade status --json` prints)."""
     return visibility.status_for(request.app.state.service, account, submission_id)
+
+
+@router.get("/submissions/{a}/compare/{b}", response_model=Comparison,
+            responses=error_responses(401, 403, 404, 422, 503))
+def submissions_compared(request: Request, a: int = Path(ge=1, le=MAX_ID, description="submission A's id"),
+                         b: int = Path(ge=1, le=MAX_ID, description="submission B's id (the changes are B - A)"),
+                         account: Account = Depends(current_account)) -> dict:
+    """Two of the caller's submissions side by side, per test point (verdicts, cycles, scores, whether
+    each result was reused), per task and in total, each change from A to B (what `kdt-grade diff A B
+    --json` prints). An organiser may compare anyone's."""
+    return compare.comparison_for(request.app.state.service, account, a, b)
 
 
 SOURCE_RESPONSES = {200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "The file"}}

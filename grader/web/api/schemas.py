@@ -60,6 +60,60 @@ class Status(BaseModel):
     total: float | None
 
 
+class ComparedSubmission(BaseModel):
+    id: int
+    user: str
+    file_name: str
+    sha256: str
+    created: str
+    status: str
+    total: float | None
+
+
+class ComparedPoint(BaseModel):
+    """One test point of both submissions; every change is B - A (null until both are known)."""
+
+    task: int
+    point: int
+    verdict_a: str | None = Field(description="null while the point is not graded")
+    verdict_b: str | None
+    verdict_changed: bool
+    cycles_a: int | None
+    cycles_b: int | None
+    cycles_delta: int | None = Field(description="cycles of B minus cycles of A (negative: B is faster)")
+    cycles_ratio: float | None = Field(description="cycles of B / cycles of A, 4 decimals")
+    score_a: float | None
+    score_b: float | None
+    score_delta: float | None = Field(description="score of B minus score of A")
+    reused_a: bool = Field(description="A's result was copied from an identical kernel's earlier simulation")
+    reused_b: bool
+    change: str = Field(description="better or worse (by the score; equal scores of two AC: by the cycles), "
+                                    "same, or pending (not both graded)")
+
+
+class ComparedTask(BaseModel):
+    task: int
+    name: str
+    weight: float
+    score_a: float | None
+    score_b: float | None
+    delta: float | None
+
+
+class Comparison(BaseModel):
+    """Two submissions side by side (`kdt-grade diff A B --json`): per test point, per task and in total."""
+
+    a: ComparedSubmission
+    b: ComparedSubmission
+    same_file: bool = Field(description="both uploaded the same bytes (equal sha256)")
+    points: list[ComparedPoint]
+    tasks: list[ComparedTask]
+    total_a: float | None
+    total_b: float | None
+    total_delta: float | None
+    counts: dict[str, int] = Field(description="how many test points are better, worse, same, pending")
+
+
 class SubmissionRow(BaseModel):
     submission_id: int
     user_id: int

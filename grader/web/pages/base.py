@@ -35,8 +35,10 @@ def page(request: Request, template: str, status: int = 200, **context) -> Respo
 
 
 def error_page(request: Request, status: int, heading: str, message: str, account=None) -> Response:
-    """The error page (``error.html``) with ``status``, a heading and a message."""
-    return page(request, "error.html", status, code=status, heading=heading, message=message, account=account)
+    """The error page (``error.html``) with ``status``, a heading and a message; its header is the
+    caller's (``account``, else the session's: a logged-in user's 404 keeps their name and links)."""
+    known = {} if account is None else {"account": account}
+    return page(request, "error.html", status, code=status, heading=heading, message=message, **known)
 
 
 def to_login(request: Request) -> RedirectResponse:

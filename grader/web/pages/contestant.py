@@ -25,14 +25,15 @@ from grader.judging import trace_record
 from grader.judging.pipeline import Rejected
 from grader.display import count_text
 from grader.refusals import NotFound, Refusal
-from grader.service import contest, glance, progress, queries, submission_limits, visibility
+from grader.service import compare, contest, glance, progress, queries, submission_limits, visibility
 from grader.web.http import admission, cookie_session as session
 from grader.web.http.csrf import check_csrf
 from grader.web.http.upload import read_upload_form
 
 from . import plots, render as views
 from .base import SVG_HEADERS, SubmissionId, csv_download, error_page, page, to_login
-from .timeline import timeline_height, timeline_svg
+from .compare import picker_view
+from .timeline import ZOOMS, timeline_height, timeline_svg
 
 router = APIRouter(include_in_schema=False)
 
@@ -140,7 +141,8 @@ def _visible(request: Request, submission_id: int) -> tuple | Response:
 @router.get("/submissions/{submission_id}")
 def submission_page(request: Request, submission_id: int = SubmissionId,
                     opened: str = Query("", alias="open")) -> Response:
-    """Per-point table (live while grading), the timelines of the graded points, the highlighted source
+    """Per-point table (live while grading), the cycles chart, the picker comparing it with another
+    submission of its author's (``compare``), the timelines of the graded points, the highlighted source
     (the lines the messages name marked). ``?open=T-P`` renders point T.P's timeline open (the table's
     "picture" links carry it, so the linked section is open without JavaScript)."""
     found = _visible(request, submission_id)
@@ -150,7 +152,8 @@ def submission_page(request: Request, submission_id: int = SubmissionId,
     service = request.app.state.service
     _, source = visibility.source_for(service, account, submission_id)
     sub = views.submission_view(state, _frames(service, state))
-    return page(request, "submission.html", account=account, sub=sub, opened=opened,
+    picker = picker_view(compare.others(service, account, submission_id), submission_id)
+    return page(request, "submission.html", account=account, sub=sub, opened=opened, picker=picker,
                 source_html=views.highlight(source, views.message_lines(state)),
                 cycles_svg=plots.cycles_chart(progress.submission_cycles(state)))
 
@@ -201,15 +204,19 @@ def _point_record(request: Request, submission_id: int, task: int, point: int):
 
 @router.get("/submissions/{submission_id}/points/{task}/{point}/timeline.svg")
 def timeline(request: Request, submission_id: int = SubmissionId, task: int = Path(ge=1, le=99),
-             point: int = Path(ge=0, le=99)) -> Response:
+             point: int = Path(ge=0, le=99), zoom: int = Query(1)) -> Response:
     """The timeline picture (SVG) of job 0 of a graded point, its threshold marked, its source lines
-    linked to the submission page's listing."""
+    linked to the submission page's listing; ``?zoom=N`` (``timeline.ZOOMS``) widens its cycle axes N
+    times (another value: 404)."""
+    if zoom not in ZOOMS:
+        return error_page(request, 404, "Not found", f"There is no zoom {zoom}: one of "
+                          f"{', '.join(map(str, ZOOMS))}.", session.page_account(request))
     found = _point_record(request, submission_id, task, point)
     if isinstance(found, Response):
         return found
     record, entry = found
     svg = timeline_svg(record, 0, svg_id=f"timeline-{task}-{point}", threshold=entry["cycles_for_100"],
-                       source_url=f"/submissions/{submission_id}")
+                       source_url=f"/submissions/{submission_id}", zoom=zoom)
     return Response(svg, media_type="image/svg+xml", headers=SVG_HEADERS)
 
 

@@ -14,18 +14,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grader.web.http import error_responses
 
-from . import admin, admin_board, admin_rules, admin_users, api_reference, contestant, messages, public
+from . import admin, admin_board, admin_rules, admin_users, api_reference, compare, contestant, messages, public
 from .base import PAGE_HEADERS, error_page
 from .render import STATIC, render
 from .scoreboard import Scoreboards
 
 
 def install_pages(app: FastAPI) -> None:
-    """Mount ``/`` (public pages), the contestants' pages, ``/messages``, ``/admin`` (with the jury's
+    """Mount ``/`` (public pages), the contestants' pages (with ``/submissions/A/compare/B``), ``/messages``, ``/admin`` (with the jury's
     ``/admin/scoreboard``, ``/admin/users`` and ``/admin/contest``), ``/api/v1/docs`` and ``/static``."""
     app.state.scoreboards = Scoreboards(app.state.service)
     app.include_router(public.router)
     app.include_router(contestant.router)
+    app.include_router(compare.router)
     app.include_router(messages.router)
     app.include_router(admin.router)
     app.include_router(admin_board.router)

@@ -48,7 +48,8 @@ def index(request: Request) -> Response:
         own = pending_mark(standings.hidden_submissions(service, account.id))
     return page(request, "index.html", account=account, rules=rules,
                 banner=views.banner_view(rules, datetime.now(UTC)), board=board, bands=views.SCORE_BANDS,
-                own=own, rows_html=board.rows_html_for(account.name, own) if own else board.rows_html,
+                own=own, own_row=bool(own) and account.name in board.by_user,
+                rows_html=board.rows_html_for(account.name, own) if own else board.rows_html,
                 progress=plots.scoreboard_view(progress.scoreboard_progress(service)))
 
 

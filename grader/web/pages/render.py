@@ -36,7 +36,7 @@ from grader.web.http import cookie_session as session
 from grader.web.http.csrf import csrf_for
 from judger.tasks import TASKS
 
-from .timeline import SVG_WIDTH, threshold_text
+from .timeline import SVG_WIDTH, ZOOMS, svg_width, threshold_text
 from judger.verdicts import VERDICTS, Verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -206,6 +206,8 @@ def point_view(submission_id: int, p: dict, frames: dict) -> dict:
         "perfetto": f"{base}/perfetto.json" if has_trace else None, "height": height,
         "threshold_note": threshold_text(p["cycles"], p["cycles_for_100"]) if has_trace and p["cycles"] else "",
         "width": SVG_WIDTH + 4 if has_trace else None,
+        "zooms": [{"zoom": z, "url": f"{base}/timeline.svg?zoom={z}", "width": svg_width(z) + 4} for z in ZOOMS]
+        if has_trace else [],
     }
 
 

@@ -10,8 +10,11 @@
   share the last row);
 - a ``<title>`` per bar (the hover text): instruction, source line, issue and finish cycle, cycles, and why
   it issued when it did (``reason_text``: the stall cause of spec §4 and the instruction waited for);
-- the bars of the job's critical path (``kdt.simulator.explain.critical_path``) carry ``tl-crit`` (a dark
-  outline), and the root ``<svg>`` ``data-critical`` (how many links are instructions);
+- the job's critical path (``kdt.simulator.explain.critical_path``) highlighted: its bars carry ``tl-crit``
+  (a dark outline, full colour while the others are faded: the root ``<svg>`` has ``tl-dim``), the root
+  ``data-critical`` (how many links are instructions), and a strip labelled "path" above the lanes lays
+  its links end to end from cycle 0 (``<rect class="tl-path" data-cycles>``, coloured by unit: at every
+  cycle of the job, what it was waiting for);
 - below the lanes, "where the cycles went" (``_cycles_chart``): the job's cycles along its critical path by
   source line (``<rect class="tl-share" data-line data-cycles>``, their cycles add up to the job's), the
   issue unit's stall cycles by cause (``<rect class="tl-stall" data-cause data-cycles>``, their sum is
@@ -23,20 +26,22 @@
   (``<line class="tl-threshold" data-cycles>``, labelled only "for 100") marks it on the lanes when the job started at cycle 0 and on the
   placement's launch axis, wherever it falls inside the drawn range (never off-scale);
 - below, the job -> SM placement of the whole launch, the drawn job highlighted: up to
-  ``LABELLED_SMS`` SMs one row per SM with one bar per job; more SMs (tasks 2 and 3 have 32) a strip
-  of how many SMs are busy over the launch (``<path class="tl-occ">``) above a grid of SM cells
-  (``<rect class="tl-cell" data-sm data-jobs data-busy>``, two lines: "SM 3" and "2 jobs", darker when
-  busier), ``SM_COLUMNS`` cells a row;
+  ``LABELLED_SMS`` SMs one labelled row per SM with one bar per job; more SMs (tasks 2 and 3 have 32) a
+  strip of how many SMs are busy over the launch (``<path class="tl-occ">``) above compact rows, one per
+  SM (``SM_ROW`` pixels, every ``SM_LABEL_EVERY``-th labelled; a hover band ``<rect class="tl-sm-row"
+  data-sm data-jobs data-busy>`` per row says its SM, jobs and busy cycles);
+- ``zoom`` (``ZOOMS``: 1 to 16) widens the lanes' and the placement's cycle axes that many times (the
+  picture is ``svg_width(zoom)`` wide, the page's frame scrolls sideways), with more axis ticks;
 - with ``source_url`` (the submission page's address), every source line the picture names (the bars,
   the critical path's segments, the lines that hold others up) is a link to ``source_url#L-N``, the
   page's listing of that line (``target="_top"``: the picture is shown in a frame of that page).
 
 Geometry, so a test can check bar positions against the trace: a bar of an instruction issued at
 cycle ``i`` finishing at ``f`` has ``x = X0 + i * scale`` and ``width = max((f - i) * scale, MIN_WIDTH)``,
-both rounded to 2 decimals, where ``scale = PLOT_WIDTH / span`` pixels per cycle and ``span`` is the
+both rounded to 2 decimals, where ``scale = PLOT_WIDTH * zoom / span`` pixels per cycle and ``span`` is the
 job's length in cycles (at least its last finish, at least 1); the root ``<svg>`` carries ``data-x0``,
 ``data-scale``, ``data-span`` and ``data-threshold``. The placement's axis is the launch's:
-``X0 + cycle * PLOT_WIDTH / launch`` with ``launch`` the kernel's cycles (at least every job's end). At most ``MAX_BARS`` bars are drawn (the first ones in program order;
+``X0 + cycle * PLOT_WIDTH * zoom / launch`` with ``launch`` the kernel's cycles (at least every job's end). At most ``MAX_BARS`` bars are drawn (the first ones in program order;
 the picture says so when it cuts).
 
 All text from the record is escaped (the kernel's name comes from the submission).
@@ -66,11 +71,12 @@ MAX_BARS = 6_000
 MAX_PLACEMENT_JOBS = 512
 CHART_HEIGHT = 74.0  # "where the cycles went": a heading, two bars and the top lines
 TOP_LINES = 3
-SM_ROW = 6.0         # placement row height with more than LABELLED_SMS SMs (else SM_ROW_WIDE)
+SM_ROW = 4.0         # placement row height with more than LABELLED_SMS SMs (else SM_ROW_WIDE): compact rows
 SM_ROW_WIDE = 11.0
-LABELLED_SMS = 8     # up to this many SMs, one labelled row per SM; more: the busy strip and the SM grid
-SM_COLUMNS = 16      # SM cells in a row of the grid
-CELL_HEIGHT = 24.0   # two lines: "SM 3" over "2 jobs" (a bare "3: 2" read as "job 3 on SM 2")
+LABELLED_SMS = 8     # up to this many SMs, one labelled row per SM; more: the busy strip and compact rows
+SM_LABEL_EVERY = 8   # compact rows: every 8th SM is labelled (each row says its SM and jobs on hover)
+ZOOMS = (1, 2, 4, 8, 16)  # the cycle axes' widths, times PLOT_WIDTH (the page's zoom links)
+PATH_ROW = 10.0      # the critical path's strip above the lanes
 OCC_HEIGHT = 22.0    # the strip of busy SMs over the launch
 OCC_BUCKETS = 200    # its resolution: the launch in this many equal spans (4 pixels each)
 LABEL_ROW = 12.0     # the threshold's label above the placement, when it is drawn there
@@ -91,8 +97,9 @@ _STYLE = (
     ".tl-threshold{stroke:#c0392b;stroke-width:1.5;stroke-dasharray:4 3}"
     ".tl-threshold-label{font:bold 10px sans-serif;fill:#c0392b}"
     "a .tl-link,.tl-link{fill:#2b5fb4;text-decoration:underline}a:hover .tl-link{fill:#123d80}a{cursor:pointer}"
-    ".tl-occ{fill:#8e8e99}.tl-occ-bg{fill:#f0f0f3}.tl-cell{fill:#3b7dd8;stroke:#fff;stroke-width:1}"
-    ".tl-cell-job{stroke:#e07b24;stroke-width:2}.tl-cell-text{font:10px sans-serif;fill:#111;pointer-events:none}"
+    ".tl-occ{fill:#8e8e99}.tl-occ-bg{fill:#f0f0f3}"
+    ".tl-sm-row{fill:transparent}.tl-sm-row:hover{fill:rgba(43,95,180,.12)}"
+    ".tl-path{stroke:#1b1b1f;stroke-width:.6}.tl-dim .tl-bar{fill-opacity:.35}.tl-dim .tl-bar.tl-crit{fill-opacity:1}"
 )
 LIGHT_SEGMENTS = frozenset({"tl-issuing", "tl-share tl-isu"})  # labelled in dark ink
 STALL_WORDS = {"raw": "an input not yet written by", "waw": "its output still being written by",
@@ -100,27 +107,33 @@ STALL_WORDS = {"raw": "an input not yet written by", "waw": "its output still be
 
 
 def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "", threshold: int | None = None,
-                 source_url: str = "") -> str:
+                 source_url: str = "", zoom: int = 1) -> str:
     """The SVG text (one ``<svg>`` element) of ``job``'s trace in ``record``; geometry in the module
     docstring. ``svg_id`` becomes the element's id (escaped); ``threshold`` is the point's cycles for
-    100 (None: not marked); with ``source_url`` the source lines named are links to ``source_url#L-N``.
-    Raises ``KeyError`` if ``job`` is not traced."""
+    100 (None: not marked); with ``source_url`` the source lines named are links to ``source_url#L-N``;
+    ``zoom`` (one of ``ZOOMS``) widens the lanes' and the placement's cycle axes that many times.
+    Raises ``KeyError`` if ``job`` is not traced, ``ValueError`` for another zoom."""
+    if zoom not in ZOOMS:
+        raise ValueError(f"zoom must be one of {ZOOMS}, not {zoom!r}")
+    plot = PLOT_WIDTH * zoom
     entries = job_trace(record, job)
     raw = record["traces"][str(job)]
     path = explain.critical_path(raw)
     on_path = {link["index"] for link in path if link["index"] is not None}
     runs = record["runs"]
     span = _span(record, job)
-    scale = PLOT_WIDTH / span
+    scale = plot / span
     drawn = entries[:MAX_BARS]
     mem_rows = _mem_rows(drawn)
-    lane_y, lane_rows, y = _lanes_layout(mem_rows)
+    lane_y, lane_rows, y = _lanes_layout(mem_rows, bool(path))
     links = _Links(source_url)
     parts = []
-    parts += _axis(span, scale, y)
+    parts += _axis(span, scale, y, zoom)
     parts += _threshold_head(record, job, threshold, scale, y)
     parts += _lanes(lane_y, lane_rows, record["summary"].get("utilisation") or {},
-                    record["summary"].get("traced_jobs", len(traced_jobs(record))))
+                    record["summary"].get("traced_jobs", len(traced_jobs(record))), plot)
+    if path:
+        parts += _path_strip(raw, path, scale, AXIS_HEIGHT, links)
     parts.append(_ticks(entries[:MAX_BARS], scale, lane_y["ISU"]))
     bars = []
     for k, (op, issue, finish, unit, line) in enumerate(drawn):
@@ -146,24 +159,31 @@ def timeline_svg(record: dict, job: int = 0, *, svg_id: str = "", threshold: int
         parts.append(f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">the first {len(drawn)} of {total} '
                      'instructions are drawn; the Perfetto trace has the stored ones</text>')
         y += 16
-    placement, y = _placement(record, job, y + 6, threshold)
+    placement, y = _placement(record, job, y + 6, threshold, plot)
     parts += placement
-    width = X0 + PLOT_WIDTH + UTIL_WIDTH
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width:.0f}" height="{y:.0f}" '
+    width = svg_width(zoom)
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline{" tl-dim" if path else ""}" '
+            f'width="{width:.0f}" height="{y:.0f}" '
             f'viewBox="0 0 {width:.0f} {y:.0f}" role="img" data-x0="{X0}" data-scale="{scale!r}" '
             f'data-span="{span}" data-job="{job}" data-bars="{len(drawn)}" data-critical="{len(on_path)}" '
-            f'data-threshold="{threshold or ""}"' + (f' id="{escape(svg_id)}"' if svg_id else "") + ">")
+            f'data-threshold="{threshold or ""}" data-zoom="{zoom}"' + (f' id="{escape(svg_id)}"' if svg_id else "") + ">")
     label = escape(f"timeline of job {job} of kernel {record['kernel']}: {len(entries)} instructions, "
                    f"{span} cycles")
     return "".join([head, f"<title>{label}</title><style>{_STYLE}</style>",
                     f'<rect class="tl-bg" x="0" y="0" width="{width:.0f}" height="{y:.0f}"/>', *parts, "</svg>"])
 
 
+def svg_width(zoom: int = 1) -> int:
+    """The pixel width of a picture drawn with ``zoom``."""
+    return int(X0 + PLOT_WIDTH * zoom + UTIL_WIDTH)
+
+
 def timeline_height(record: dict, job: int = 0, threshold: int | None = None) -> int:
     """The pixel height of ``timeline_svg(record, job, threshold=threshold)`` (for the page's frame),
-    without drawing it."""
-    _, _, y = _lanes_layout(_mem_rows(job_trace(record, job)[:MAX_BARS]))
-    if explain.critical_path(record["traces"][str(job)]):
+    without drawing it (the zoom changes only the width)."""
+    path = bool(explain.critical_path(record["traces"][str(job)]))
+    _, _, y = _lanes_layout(_mem_rows(job_trace(record, job)[:MAX_BARS]), path)
+    if path:
         y += 4 + CHART_HEIGHT
     y += 4 + (16 if _cut(record, job) else 0) + 6
     return int(round(y + _placement_height(record, threshold)))
@@ -227,6 +247,24 @@ def _cycles_chart(raw: list, path: list, job_cycles: int, y: float, job: int, ke
     out.append(f'<text class="tl-small tl-tops" x="{X0}" y="{y + 64:.2f}">'
                f'{"holds up others most: " + said if tops else "no instruction waited for another"}</text>')
     return out, y + CHART_HEIGHT
+
+
+def _path_strip(raw: list, path: list, scale: float, y: float, links: _Links) -> list[str]:
+    """The critical path along the lanes' axis: its links end to end from cycle 0 (their cycles add up to
+    the job's), each ``<rect class="tl-path tl-UNIT" data-cycles>`` coloured by its instruction's unit,
+    a source line's links to the listing; ``PATH_ROW`` pixels from ``y``, labelled "path"."""
+    out = [f'<text class="tl-small" x="4" y="{y + 9:.2f}">path</text>']
+    items, at = [], 0
+    for link in path:
+        unit = raw[link["index"]][3] if link["index"] is not None else "FREE"
+        what = "before the first issue" if link["index"] is None else f"{link['op']} (line {link['line']})"
+        held = ", holding the issue unit" if link["via"] == "issue" else ""
+        title = f"critical path: {what}, {_count(link['cycles'], 'cycle')}{held} (cycles {at:,} to {at + link['cycles']:,})"
+        items.append((link["line"], f'<rect class="tl-path tl-{_LANE_OF_UNIT[unit].lower()}" data-cycles="{link["cycles"]}" '
+                                    f'x="{X0 + at * scale:.2f}" y="{y + 1:.2f}" width="{max(link["cycles"] * scale, 0.5):.2f}" '
+                                    f'height="{PATH_ROW - 2:.2f}"><title>{escape(title)}</title></rect>'))
+        at += link["cycles"]
+    return out + _linked_runs(items, links)
 
 
 def _stacked(y: float, label: str, scale: float, segments: list, links: _Links) -> list[str]:
@@ -314,10 +352,11 @@ def _sm_row(sms: int) -> float:
     return SM_ROW_WIDE if sms <= LABELLED_SMS else SM_ROW
 
 
-def _lanes_layout(mem_rows: list[int]) -> tuple[dict, dict, float]:
-    """Top of each lane, its number of rows, and the y below the last lane."""
+def _lanes_layout(mem_rows: list[int], path: bool = False) -> tuple[dict, dict, float]:
+    """Top of each lane, its number of rows, and the y below the last lane (with ``path``, the critical
+    path's strip first)."""
     lane_rows = {"ISU": 1, "MEM": max(1, min(max(mem_rows, default=0) + 1, MAX_MEM_ROWS)), "VXM": 1, "MXM": 1}
-    lane_y, y = {}, AXIS_HEIGHT
+    lane_y, y = {}, AXIS_HEIGHT + (PATH_ROW + LANE_GAP if path else 0)
     for lane in LANES:
         lane_y[lane] = y
         y += lane_rows[lane] * ROW + LANE_GAP
@@ -361,8 +400,8 @@ def _nice_step(span: int, most: int = 8) -> int:
         magnitude *= 10
 
 
-def _axis(span: int, scale: float, bottom: float) -> list[str]:
-    step = _nice_step(span)
+def _axis(span: int, scale: float, bottom: float, zoom: int = 1) -> list[str]:
+    step = _nice_step(span, 8 * zoom)
     out = [f'<text class="tl-small" x="{X0}" y="11">cycles (relative to the job\'s start)</text>']
     for cycle in range(0, span + 1, step):
         x = X0 + cycle * scale
@@ -371,16 +410,16 @@ def _axis(span: int, scale: float, bottom: float) -> list[str]:
     return out
 
 
-def _lanes(lane_y: dict, lane_rows: dict, util: dict, traced: int) -> list[str]:
-    out = [f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{AXIS_HEIGHT - 9}">utilisation '
+def _lanes(lane_y: dict, lane_rows: dict, util: dict, traced: int, plot: float = PLOT_WIDTH) -> list[str]:
+    out = [f'<text class="tl-small" x="{X0 + plot + 10}" y="{AXIS_HEIGHT - 9}">utilisation '
            f'({traced} traced job{"s" if traced != 1 else ""})</text>']
     for lane in LANES:
         y, height = lane_y[lane], lane_rows[lane] * ROW
         share = util.get(lane)
         value = "n/a" if share is None else f"{100 * share:.1f}%"
-        out.append(f'<rect class="tl-lane" x="{X0}" y="{y:.2f}" width="{PLOT_WIDTH}" height="{height:.2f}"/>'
+        out.append(f'<rect class="tl-lane" x="{X0}" y="{y:.2f}" width="{plot}" height="{height:.2f}"/>'
                    f'<text class="tl-label" x="4" y="{y + 10:.2f}">{lane}</text>'
-                   f'<text class="tl-label tl-util" data-unit="{lane}" x="{X0 + PLOT_WIDTH + 10}" '
+                   f'<text class="tl-label tl-util" data-unit="{lane}" x="{X0 + plot + 10}" '
                    f'y="{y + 10:.2f}">{lane} {value}</text>')
     return out
 
@@ -393,13 +432,13 @@ def _ticks(entries, scale: float, y: float) -> str:
 
 def _placement_layout(record: dict, threshold: int | None) -> tuple[bool, float, float]:
     """Whether the threshold is marked on the placement (it falls inside the launch), the height of the
-    part on the launch's axis (the SM rows, or the busy strip and the drawn job's row) and of the SM
-    grid below it (0 with rows), in pixels."""
+    part on the launch's axis (the SM rows; with many SMs the busy strip, the drawn job's row and the
+    compact SM rows) and of what lies below it (nothing now: 0), in pixels."""
     sms = max(record["num_sms"], 1)
     marked = bool(threshold) and threshold <= _launch(record)
     if sms <= LABELLED_SMS:
         return marked, sms * _sm_row(sms), 0.0
-    return marked, OCC_HEIGHT + 8, -(-sms // SM_COLUMNS) * CELL_HEIGHT + 4
+    return marked, OCC_HEIGHT + 8 + sms * SM_ROW + 2, 0.0
 
 
 def _placement_height(record: dict, threshold: int | None) -> float:
@@ -408,12 +447,14 @@ def _placement_height(record: dict, threshold: int | None) -> float:
     return 16 + (LABEL_ROW if marked else 0) + axis + grid + 6
 
 
-def _placement(record: dict, job: int, y: float, threshold: int | None) -> tuple[list[str], float]:
+def _placement(record: dict, job: int, y: float, threshold: int | None,
+               plot: float = PLOT_WIDTH) -> tuple[list[str], float]:
     """The job -> SM placement of the launch from ``y`` (module docstring), the drawn job highlighted and
-    the threshold marked on the launch's axis; returns the SVG parts and the y below them."""
+    the threshold marked on the launch's axis (``plot`` pixels wide); returns the SVG parts and the y
+    below them."""
     runs, sms = record["runs"], max(record["num_sms"], 1)
     cycles = _launch(record)
-    scale = PLOT_WIDTH / cycles
+    scale = plot / cycles
     where = (f"SM {runs[job][0]}, cycles {runs[job][1]:,} to {runs[job][1] + runs[job][2]:,}"
              if job < len(runs) else "?")
     out = [f'<text class="tl-small" x="{X0}" y="{y + 10:.2f}">placement: {_count(record["jobs"], "job")} on '
@@ -424,8 +465,8 @@ def _placement(record: dict, job: int, y: float, threshold: int | None) -> tuple
     if sms <= LABELLED_SMS:
         out += _sm_rows(record, job, y, scale)
     else:
-        out += _busy_strip(record, job, y, scale)
-        out += _sm_grid(record, job, y + axis, cycles)
+        out += _busy_strip(record, job, y, scale, plot)
+        out += _sm_rows(record, job, y + OCC_HEIGHT + 8, scale, plot)
     if marked:
         out += _threshold_mark(threshold, scale, top + LABEL_ROW - 3, y + axis - 2, top + 9)
     return out, y + axis + grid + 6
@@ -443,12 +484,20 @@ def _job_bar(cls: str, x0: float, y: float, start: int, length: int, scale: floa
             f'height="{height:.2f}">{tip}</rect>')
 
 
-def _sm_rows(record: dict, job: int, y: float, scale: float) -> list[str]:
-    """Up to ``LABELLED_SMS`` SMs: one labelled row per SM, one bar per job (or one per SM, its first
-    start to its last end, when there are more than ``MAX_PLACEMENT_JOBS`` jobs)."""
+def _sm_rows(record: dict, job: int, y: float, scale: float, plot: float = PLOT_WIDTH) -> list[str]:
+    """One row per SM, one bar per job (or one per SM, its first start to its last end, when there are
+    more than ``MAX_PLACEMENT_JOBS`` jobs). Up to ``LABELLED_SMS`` SMs each row is labelled; more are
+    compact (``SM_ROW`` pixels, every ``SM_LABEL_EVERY``-th labelled), each row with a hover band
+    ``<rect class="tl-sm-row" data-sm data-jobs data-busy>`` saying its SM, jobs and busy cycles."""
     runs, sms = record["runs"], max(record["num_sms"], 1)
     row = _sm_row(sms)
-    out = [f'<text class="tl-small" x="4" y="{y + sm * row + min(row, 9):.2f}">SM {sm}</text>' for sm in range(sms)]
+    if sms <= LABELLED_SMS:
+        out = [f'<text class="tl-small" x="4" y="{y + sm * row + min(row, 9):.2f}">SM {sm}</text>' for sm in range(sms)]
+    else:
+        out = [f'<text class="tl-small" x="4" y="{y + sm * row + 8:.2f}">SM {sm}</text>'
+               for sm in range(0, sms, SM_LABEL_EVERY)]
+        out.append(f'<text class="tl-small" x="{X0 + plot + 10}" y="{y + 8:.2f}">one row per SM</text>')
+        out += _sm_bands(record, job, y, plot)
     if len(runs) <= MAX_PLACEMENT_JOBS:
         return out + [_job_bar("tl-job tl-job0" if j == job else "tl-job", X0, y + sm * row, start, length, scale,
                                row - 1, f"job {j}: SM {sm}, cycles {start} to {start + length}")
@@ -475,22 +524,22 @@ def busy_sms(runs: list, cycles: int, buckets: int = OCC_BUCKETS) -> list[float]
     return (np.diff(done) / np.diff(edges)).tolist()
 
 
-def _busy_strip(record: dict, job: int, y: float, scale: float) -> list[str]:
+def _busy_strip(record: dict, job: int, y: float, scale: float, plot: float = PLOT_WIDTH) -> list[str]:
     """Many SMs: the launch's busy SMs over time (``OCC_HEIGHT`` pixels, full height = every SM busy)
     and, under it, the drawn job's bar."""
     runs, sms = record["runs"], max(record["num_sms"], 1)
     levels = busy_sms(runs, _launch(record))
-    step = PLOT_WIDTH / len(levels)
+    step = plot / len(levels)
     base = y + OCC_HEIGHT
     path = f"M{X0:.2f} {base:.2f}" + "".join(
         f"V{base - min(level / sms, 1.0) * OCC_HEIGHT:.2f}H{X0 + (k + 1) * step:.2f}" for k, level in enumerate(levels))
     out = ['<text class="tl-small" x="4" y="{:.2f}">busy</text>'.format(y + 10),
            '<text class="tl-small" x="4" y="{:.2f}">SMs</text>'.format(y + 20),
-           f'<rect class="tl-occ-bg" x="{X0}" y="{y:.2f}" width="{PLOT_WIDTH}" height="{OCC_HEIGHT}"/>',
+           f'<rect class="tl-occ-bg" x="{X0}" y="{y:.2f}" width="{plot}" height="{OCC_HEIGHT}"/>',
            f'<path class="tl-occ" d="{path}V{base:.2f}Z"><title>busy SMs over the launch (full height: all '
            f'{sms})</title></path>',
-           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 10:.2f}">busy SMs over time</text>',
-           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 20:.2f}">(full: all {sms})</text>']
+           f'<text class="tl-small" x="{X0 + plot + 10}" y="{y + 10:.2f}">busy SMs over time</text>',
+           f'<text class="tl-small" x="{X0 + plot + 10}" y="{y + 20:.2f}">(full: all {sms})</text>']
     if job < len(runs):
         sm, start, length = runs[job]
         out.append(_job_bar("tl-job tl-job0", X0, base + 2, start, length, scale, 4.0,
@@ -498,31 +547,22 @@ def _busy_strip(record: dict, job: int, y: float, scale: float) -> list[str]:
     return out
 
 
-def _sm_grid(record: dict, job: int, y: float, cycles: int) -> list[str]:
-    """Many SMs: one cell per SM, ``SM_COLUMNS`` a row, saying its number and how many jobs ran on it,
-    darker the more of the launch it was busy; the drawn job's SM outlined."""
+def _sm_bands(record: dict, job: int, y: float, plot: float) -> list[str]:
+    """Compact rows: a band over each SM's row (under its bars) whose hover text says the SM, its jobs
+    and how much of the launch it was busy."""
     runs, sms = record["runs"], max(record["num_sms"], 1)
+    cycles = _launch(record)
     jobs: dict[int, list[int]] = {sm: [] for sm in range(sms)}
     busy = dict.fromkeys(range(sms), 0)
     for j, (sm, _, length) in enumerate(runs):
         jobs.setdefault(sm, []).append(j)
         busy[sm] = busy.get(sm, 0) + length
-    mine = runs[job][0] if job < len(runs) else None
-    width = PLOT_WIDTH / SM_COLUMNS
-    out = [f'<text class="tl-small" x="4" y="{y + 12:.2f}">SMs</text>',
-           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 12:.2f}">each cell: an SM, its jobs;</text>',
-           f'<text class="tl-small" x="{X0 + PLOT_WIDTH + 10}" y="{y + 24:.2f}">darker: busier</text>']
+    out = []
     for sm in range(sms):
-        x, top = X0 + (sm % SM_COLUMNS) * width, y + (sm // SM_COLUMNS) * CELL_HEIGHT
-        share = busy[sm] / cycles
         listed = ", ".join(map(str, jobs[sm][:12])) + (", ..." if len(jobs[sm]) > 12 else "")
         title = (f"SM {sm}: {_count(len(jobs[sm]), 'job')}{f' ({listed})' if listed else ''}, busy "
-                 f"{busy[sm]:,} of {cycles:,} cycles ({100 * share:.1f}%)")
-        cls = "tl-cell tl-cell-job" if sm == mine else "tl-cell"
-        out.append(f'<rect class="{cls}" data-sm="{sm}" data-jobs="{len(jobs[sm])}" data-busy="{busy[sm]}" '
-                   f'x="{x:.2f}" y="{top:.2f}" width="{width:.2f}" height="{CELL_HEIGHT:.2f}" '
-                   f'fill-opacity="{0.08 + 0.5 * min(share, 1.0):.2f}"><title>{escape(title)}</title></rect>'
-                   f'<text class="tl-cell-text" x="{x + width / 2:.2f}" y="{top + 10:.2f}" text-anchor="middle">'
-                   f'SM {sm}</text><text class="tl-cell-text" x="{x + width / 2:.2f}" y="{top + 21:.2f}" '
-                   f'text-anchor="middle">{_count(len(jobs[sm]), "job")}</text>')
+                 f"{busy[sm]:,} of {cycles:,} cycles ({100 * busy[sm] / cycles:.1f}%)")
+        out.append(f'<rect class="tl-sm-row" data-sm="{sm}" data-jobs="{len(jobs[sm])}" data-busy="{busy[sm]}" '
+                   f'x="{X0}" y="{y + sm * SM_ROW:.2f}" width="{plot}" height="{SM_ROW:.2f}">'
+                   f'<title>{escape(title)}</title></rect>')
     return out

@@ -17,7 +17,7 @@ from service_testlib import ROOT, clean_env, run_cli, shown_times, utc_text
 from tests.judger.judger_testlib import python_without_torch
 
 VADD_ONLY = ROOT / "tests" / "judger" / "fixtures" / "vadd_only.py"  # solves task 1 only (5.55 of its 10)
-CONTESTANTS = ["submit", "status", "submissions", "source", "leaderboard", "rules", "local", "audit", "ask",
+CONTESTANTS = ["submit", "status", "diff", "submissions", "source", "leaderboard", "rules", "local", "audit", "ask",
                "clarifications", "announcements", "login", "logout", "version"]
 ORGANISERS = ["admin", "serve", "worker", "design"]
 

@@ -163,3 +163,17 @@ def test_without_a_server_the_acting_accounts_are_chosen_by_name(service):
     with pytest.raises(Forbidden) as disabled:
         accounts.local_account(service, "bob")
     assert disabled.value.message == "the account 'bob' is disabled; `admin users enable bob` enables it"
+
+
+def test_an_organisers_badge_does_not_count_their_own_announcements_and_answers(service):
+    """What an organiser wrote is not unread for them; another organiser's announcement and answer are."""
+    root, other, alice = _account(service, "root", admin=True), _account(service, "other", admin=True), _account(
+        service, "alice")
+    question = messages.ask(service, alice, "Is task 2's threshold right?", 2)
+    messages.announce(service, root, "Welcome")
+    messages.answer(service, root, question["id"], "Yes.", publish=True)
+    assert messages.unread(service, root) == {"answers": 0, "announcements": 0, "total": 0}
+    assert messages.unread(service, other) == {"answers": 1, "announcements": 1, "total": 2}
+    assert messages.unread(service, alice) == {"answers": 1, "announcements": 1, "total": 2}
+    messages.announce(service, other, "The end is near")
+    assert messages.unread(service, root) == {"answers": 0, "announcements": 1, "total": 1}

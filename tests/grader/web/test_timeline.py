@@ -97,6 +97,23 @@ def test_c01_hover_says_why_each_instruction_waited_and_the_critical_path_is_out
     assert titles["matmul"].endswith("\non the critical path") and not titles["mul"].endswith("critical path")
 
 
+def test_c01_the_critical_path_is_a_strip_above_the_lanes_and_the_other_bars_fade():
+    """The strip lays the path's links end to end from cycle 0 (the cycle before the first issue, load's
+    100, add's issue slot, matmul's 1024: 1126 in all) at the lanes' scale, coloured by unit; the bars off
+    the path are faded."""
+    record = record_for("c01_statement_example")
+    root = ET.fromstring(timeline.timeline_svg(record, 0))
+    strip = [r for r in root.iter(f"{SVG}rect") if "tl-path" in r.get("class", "").split()]
+    assert [r.get("class") for r in strip] == ["tl-path tl-isu", "tl-path tl-mem", "tl-path tl-vxm", "tl-path tl-mxm"]
+    assert [int(r.get("data-cycles")) for r in strip] == [1, 100, 1, 1024]
+    scale = float(root.get("data-scale"))
+    assert [float(r.get("x")) for r in strip] == [round(timeline.X0 + at * scale, 2) for at in (0, 1, 101, 102)]
+    assert strip[3].find(f"{SVG}title").text == "critical path: matmul (line 25), 1,024 cycles (cycles 102 to 1,126)"
+    assert strip[2].find(f"{SVG}title").text == "critical path: add (line 24), 1 cycle, holding the issue unit (cycles 101 to 102)"
+    assert "tl-dim" in root.get("class").split()  # .tl-dim .tl-bar fades all but .tl-crit
+    assert int(root.get("height")) == timeline.timeline_height(record, 0)
+
+
 @pytest.mark.parametrize("case, job", [("c01_statement_example", 0), ("c04_isu_waits_for_busy_unit", 0),
                                        ("c14_control_flow", 2), ("c19_flash_attention_small", 0),
                                        ("c20_double_buffered_matmul", 1)])

@@ -118,22 +118,38 @@ def test_a_threshold_beyond_the_launch_is_said_not_drawn(graded):
     assert xs == [] and labels == []
 
 
-def test_32_sms_are_a_compact_grid_of_cells(graded):
-    """Task 2 point 0: 32 jobs of 128x128 tiles on 32 SMs, one job each; two rows of 16 cells."""
+def test_32_sms_are_compact_rows_one_per_sm(graded):
+    """Task 2 point 0: 32 jobs of 128x128 tiles on 32 SMs, one job each; one compact row per SM under the
+    busy strip, every 8th labelled, each row's hover band saying its SM and jobs."""
     root = svg_of(graded, 2, 0)
-    cells = [r for r in root.iter(f"{SVG}rect") if "tl-cell" in r.get("class", "").split()]
-    assert [int(c.get("data-sm")) for c in cells] == list(range(32))
-    assert [c.get("data-jobs") for c in cells] == ["1"] * 32
-    assert {float(c.get("y")) for c in cells} == {float(cells[0].get("y")), float(cells[0].get("y")) + timeline.CELL_HEIGHT}
-    assert [c.get("class") for c in cells].count("tl-cell tl-cell-job") == 1 and "tl-cell-job" in cells[0].get("class")
-    assert cells[0].find(f"{SVG}title").text == "SM 0: 1 job (0), busy 31,491 of 31,491 cycles (100.0%)"
-    # each cell says which number is which: "SM 0" over "1 job" (not "0: 1", read as "job 0 on SM 1")
-    assert [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "tl-cell-text"][:4] == [
-        "SM 0", "1 job", "SM 1", "1 job"]
-    assert not [r for r in root.iter(f"{SVG}rect") if r.get("class") == "tl-job"]  # no per-SM rows any more
+    bands = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "tl-sm-row"]
+    assert [int(b.get("data-sm")) for b in bands] == list(range(32))
+    assert [b.get("data-jobs") for b in bands] == ["1"] * 32
+    tops = [float(b.get("y")) for b in bands]
+    assert [round(t - tops[0], 2) for t in tops] == [round(sm * timeline.SM_ROW, 2) for sm in range(32)]
+    assert bands[0].find(f"{SVG}title").text == "SM 0: 1 job (0), busy 31,491 of 31,491 cycles (100.0%)"
+    jobs = [r for r in root.iter(f"{SVG}rect") if r.get("class", "").startswith("tl-job")]
+    assert len(jobs) == 32 + 1 and [r.get("class") for r in jobs].count("tl-job tl-job0") == 2  # + the strip's
+    assert [t.text for t in root.iter(f"{SVG}text") if (t.text or "").startswith("SM ")] == [
+        "SM 0", "SM 8", "SM 16", "SM 24"]
     assert root.find(f".//{SVG}path[@class='tl-occ']") is not None
     placement_top = next(float(t.get("y")) for t in root.iter(f"{SVG}text") if (t.text or "").startswith("placement:"))
-    assert float(root.get("height")) - placement_top < 110  # the old rows took 32 x 6 px alone
+    assert float(root.get("height")) - placement_top < 32 * timeline.SM_ROW + 80
+
+
+def test_a_zoomed_picture_is_wider_with_the_same_geometry(graded):
+    pages, token, submission, _ = graded
+    client = pages.client(token)
+    base = f"/submissions/{submission}/points/2/0/timeline.svg"
+    plain, zoomed = ET.fromstring(client.get(base).text), ET.fromstring(client.get(base + "?zoom=4").text)
+    assert (int(plain.get("width")), int(zoomed.get("width"))) == (timeline.svg_width(1), timeline.svg_width(4))
+    assert zoomed.get("height") == plain.get("height") and zoomed.get("data-zoom") == "4"
+    assert float(zoomed.get("data-scale")) == pytest.approx(4 * float(plain.get("data-scale")))
+    first = [r for r in zoomed.iter(f"{SVG}rect") if "tl-mxm" in r.get("class", "") and "tl-bar" in r.get("class", "")][0]
+    assert float(first.get("x")) == pytest.approx(timeline.X0 + 4 * (float(
+        [r for r in plain.iter(f"{SVG}rect") if "tl-mxm" in r.get("class", "") and "tl-bar" in r.get("class", "")][0]
+        .get("x")) - timeline.X0), abs=0.05)
+    assert client.get(base + "?zoom=3").status_code == 404
 
 
 def test_the_pictures_source_lines_link_to_the_listing(graded):
@@ -202,7 +218,7 @@ def test_in_the_browser_the_link_opens_the_picture_and_its_lines_lead_to_the_lis
     assert page.evaluate("location.hash") == "#tl-2-0" and page.evaluate("window.__kdtMarker") == "no reload"
     frame = page.frame_locator("#tl-2-0 iframe")
     expect(frame.locator("line.tl-threshold")).to_have_count(2)
-    expect(frame.locator("rect.tl-cell")).to_have_count(32)
+    expect(frame.locator("rect.tl-sm-row")).to_have_count(32)
     item.scroll_into_view_if_needed()
     page.locator("#tl-2-0 iframe").screenshot(path=str(ARTIFACTS / "timeline-32-sms.png"))
 

@@ -205,6 +205,17 @@ function setPoint(tr, p) {
     item.querySelector("iframe").style.setProperty("--tl-width", p.width + "px");
     item.querySelector(".tl-open").href = p.timeline;
     item.querySelector(".tl-perfetto").href = p.perfetto;
+    const zooms = item.querySelector(".tl-zooms");
+    for (const z of p.zooms || []) {
+      const a = document.createElement("a");
+      a.className = "tl-zoom";
+      a.href = z.url;
+      a.dataset.width = z.width;
+      a.dataset.zoom = z.zoom;
+      a.textContent = z.zoom + "\u00d7";
+      if (z.zoom === 1) a.setAttribute("aria-current", "true");
+      zooms.append(a, " ");
+    }
     const list = document.getElementById("timelines");
     const later = [...list.children].find(el =>
       Number(el.dataset.task) * 100 + Number(el.dataset.point) > p.task * 100 + p.point);
@@ -361,10 +372,26 @@ function followInPage(link) {
   return true;
 }
 
+// A timeline's zoom link (1x ... 16x): the picture drawn that much wider, in its frame, which scrolls
+// sideways (without this file the link opens the picture itself).
+function zoomTimeline(link) {
+  const item = link.closest(".timeline-item");
+  const frame = item && item.querySelector("iframe.timeline-frame");
+  if (!frame) return false;
+  frame.src = link.href;
+  frame.style.width = link.dataset.width + "px";
+  frame.style.maxWidth = "none";
+  frame.style.setProperty("--tl-width", link.dataset.width + "px");
+  for (const other of item.querySelectorAll("a.tl-zoom")) other.removeAttribute("aria-current");
+  link.setAttribute("aria-current", "true");
+  return true;
+}
+
 function onLinkClick(event) {
   if (event.defaultPrevented || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
   const link = event.target.closest && event.target.closest("a[href]");
-  if (link && followInPage(link)) event.preventDefault();
+  if (link && link.classList.contains("tl-zoom") && zoomTimeline(link)) event.preventDefault();
+  else if (link && followInPage(link)) event.preventDefault();
 }
 
 // The timelines are SVG documents in frames of this page (same origin): their source-line links go to this
