@@ -1,13 +1,15 @@
 """The plots in a real browser (Debian's Chromium under Playwright) at 1280 px and at a 390 px phone, over one
 ``kdt-grade serve`` and one browser for the whole module: the numbers each SVG draws (its ``data-*``
 attributes) equal the JSON API's, the drawing follows them (a higher value is drawn higher), the picture
-fits the screen, and a screenshot of each goes to ``docs/screenshots/<view>-<width>.png``.
+fits the screen, and a screenshot of each goes to ``$KDT_GRADE_TEST_ARTIFACTS/browser/<view>-<width>.png``
+(``docs/screenshots/`` with ``KDT_GRADE_UPDATE_SCREENSHOTS=1``: a test run leaves the repository as it was).
 
 The data: one real submission (``quick_vadd.py``: task 1 accepted, tasks 2-4 CE) graded by the server, and
 rows written straight to the database for the long series (a dozen contestants' scored submissions over the
 last three hours, one contestant's graded points over the last hour), at times relative to now."""
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,9 +21,9 @@ from db.submissions import Submission
 from grader.judging.pipeline import ALL_POINTS
 from grader.service import contest
 from pages_testlib import ROOT, module_server, wait_until
-from test_browser import chromium
+from test_browser import ARTIFACTS, chromium
 
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+SCREENSHOTS = ROOT / "docs" / "screenshots" if os.environ.get("KDT_GRADE_UPDATE_SCREENSHOTS") == "1" else ARTIFACTS
 QUICK_VADD = ROOT / "tests" / "grader" / "service" / "fixtures" / "quick_vadd.py"
 WIDTHS = {1280: {"width": 1280, "height": 900}, 390: {"width": 390, "height": 844}}
 VERDICT_CYCLE = ("AC", "AC", "AC", "WA", "AC", "TLE", "AC", "CE", "AC", "RE")
@@ -132,7 +134,7 @@ def _fits(page, width: int, figure: str) -> None:
 def _csv_fits_and_shoot(page, csv_url: str, header: str, rows: int, figure: str, shot: str, view: str,
                         width: int) -> None:
     """The CSV at ``csv_url`` (with the page's session) has ``header`` and ``rows`` lines below it; the figure
-    fits the screen; the element ``shot`` goes to ``docs/screenshots/VIEW-WIDTH.png``; the page is closed."""
+    fits the screen; the element ``shot`` goes to ``SCREENSHOTS/VIEW-WIDTH.png``; the page is closed."""
     lines = page.request.get(csv_url).text().splitlines()
     assert lines[0] == header and len(lines) == 1 + rows, lines[:3]
     _fits(page, width, figure)
