@@ -59,8 +59,9 @@ def find_reusable(session: Session, key: str) -> dict[str, Any] | None:
 
 
 def store_reusable(session: Session, key: str, judge_version: str, result: dict[str, Any]) -> bool:
-    """Store ``result`` (the keys of ``find_reusable``) under ``key`` unless an entry exists (the first
-    one stays: equal keys give equal results). Returns whether a row was written; the caller commits.
+    """Store ``result`` (the keys of ``find_reusable``) under ``key``, replacing an entry of the same key
+    (equal keys give equal results; the newest simulation, e.g. a ``--fresh`` rejudge's, wins). Returns
+    whether a row was written; the caller commits.
     Raises ``ValueError`` for a verdict outside ``REUSABLE_VERDICTS`` or a key that is not 64 hex digits."""
     if result["verdict"] not in REUSABLE_VERDICTS:
         raise ValueError(f"a {result['verdict']} result is not reusable (only {', '.join(REUSABLE_VERDICTS)})")
@@ -68,7 +69,8 @@ def store_reusable(session: Session, key: str, judge_version: str, result: dict[
         raise ValueError(f"a result key is {KEY_LENGTH} lowercase hex digits, got {key!r}")
     insert = upsert_insert(session, _TABLE).values(key=key, judge_version=judge_version, created=utcnow(),
                                                    **{f: result[f] for f in _FIELDS})
-    return bool(session.execute(insert.on_conflict_do_nothing(index_elements=["key"])).rowcount)
+    replace = {f: insert.excluded[f] for f in (*_FIELDS, "judge_version", "created")}
+    return bool(session.execute(insert.on_conflict_do_update(index_elements=["key"], set_=replace)).rowcount)
 
 
 def purge_other_versions(session: Session, judge_version: str) -> int:

@@ -17,10 +17,11 @@ HASHED = ("kdt", "judger")
 
 
 @functools.cache
-def code_sha256() -> str:
-    """The hex SHA-256 of the judging code (see the module docstring)."""
+def code_sha256(packages: tuple[str, ...] = HASHED) -> str:
+    """The hex SHA-256 of the judging code (see the module docstring); of other folders of the repository
+    with ``packages`` (paths relative to it, e.g. ``("grader/judging",)``)."""
     digest = hashlib.sha256()
-    files = sorted(p for package in HASHED for p in (ROOT / package).rglob("*")
+    files = sorted(p for package in packages for p in (ROOT / package).rglob("*")
                    if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"))
     for path in files:
         data = path.read_bytes()

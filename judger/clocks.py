@@ -17,15 +17,19 @@ class WallClockBackstop(Exception):
     kernel, is too slow (``IE``; the service grades the point again)."""
 
 
-def cpu_clock(backstop_seconds: float) -> Callable[[], float]:
-    """A clock for ``kdt.launch_kernel(clock=...)``: this process's CPU time in seconds
-    (``time.process_time``); raises ``WallClockBackstop`` when read more than ``backstop_seconds`` of
-    wall-clock time after it was made (make one per launch)."""
+def cpu_clock(backstop_seconds: float, limit_seconds: float) -> Callable[[], float]:
+    """A clock for ``kdt.launch_kernel(clock=..., timeout=limit_seconds)``: this process's CPU time in
+    seconds (``time.process_time``). Read more than ``backstop_seconds`` of wall-clock time after it was
+    made (make one per launch) while the launch has used less than ``limit_seconds`` of CPU time, it raises
+    ``WallClockBackstop``: the process did not get the CPU. A launch that used its CPU time is the kernel's
+    doing however long it took: the clock reads on, and the limit ends it (``TLE``)."""
     give_up = time.monotonic() + backstop_seconds
+    start = time.process_time()
 
     def clock() -> float:
-        if time.monotonic() > give_up:
+        now = time.process_time()
+        if time.monotonic() > give_up and now - start <= limit_seconds:
             raise WallClockBackstop(f"the launch took more than {backstop_seconds:g} s of wall-clock time "
                                     f"before it used its CPU time limit: the judge's machine is overloaded")
-        return time.process_time()
+        return now
     return clock

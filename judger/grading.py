@@ -270,7 +270,8 @@ def judge_compiled(compiled: kdt.CompiledKernel, task: Task, point: TestPoint, *
             t0 = time.perf_counter()
             try:
                 c = launch_trial(compiled, io, spec, trial, timeout=timeout, profile=profile, print_file=sink,
-                                 recording=recording, clock=None if backstop is None else cpu_clock(backstop))
+                                 recording=recording,
+                                 clock=None if backstop is None else cpu_clock(backstop, timeout))
             except TimeoutError as exc:
                 return result(Verdict.TLE, message=f"{exc} ({timeout:g} s{per} per launch, trial {trial} of "
                                                    f"{TRIALS})\nSimulation timeout")

@@ -112,6 +112,16 @@ class PointResult:
                    timings=dict(timings), utilisation=data["utilisation"], reused=data.get("reused", False))
 
 
+def encodable(text: str) -> str:
+    """``text`` as UTF-8 can store it: a lone surrogate (which a submission can put in an exception's text or
+    an IR string) written as its escape ``\\udXXX``; other text unchanged."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _is_int(v) -> bool:
     return type(v) is int
 
@@ -131,6 +141,7 @@ def _check(r: PointResult) -> None:
         raise ValueError(f"only AC scores above zero; got {r.verdict.value} with score {r.score!r}")
     if not isinstance(r.message, str):
         raise ValueError(f"message must be a str, got {type(r.message).__name__}")
+    r.message = encodable(r.message)
     if not isinstance(r.timings, dict) or not set(r.timings) <= set(TIMING_KEYS) \
             or not all(_is_num(v) and v >= 0 for v in r.timings.values()):
         raise ValueError(f"timings must map {TIMING_KEYS} to non-negative seconds, got {r.timings!r}")

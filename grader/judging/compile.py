@@ -108,16 +108,21 @@ def cpu_stall_seconds() -> float | None:
 
 
 # A compile that ran out of wall-clock time while the machine's tasks waited for a CPU this share of the
-# time (or more, or unknown) was slowed by the load: the judge's fault, compiled again.
+# time (or more, or unknown) was slowed by the load: the judge's fault, compiled again; unless its own
+# processes used less CPU time than WORKED_SHARE of it: a starved child still gets its turns, a blocked
+# one (waiting for a lock or a future of its own) uses nothing.
 BUSY_SHARE = 0.25
+WORKED_SHARE = 0.02
 
 
 def _overloaded(run: SandboxRun, limits: SandboxLimits, stalled: float | None) -> Failure | None:
     """The ``IE`` (compiled again, ``retry``) of a compile that passed its wall-clock limit before its CPU
-    limit while the machine was busy: ``stalled`` seconds of CPU waiting during the run (None: unknown).
-    None when the run did not time out, or the machine was not busy: then the child waited for something
-    of its own (``CE``)."""
+    limit while the machine was busy (``stalled`` seconds of CPU waiting during the run, None: unknown) and
+    it kept working (its CPU seconds, where measured). None when the run did not time out, the machine was
+    not busy, or the child hardly ran: then it waited for something of its own (``CE``)."""
     if run.status != "timeout" or (stalled is not None and stalled < BUSY_SHARE * run.wall_seconds):
+        return None
+    if run.cpu_seconds is not None and run.cpu_seconds < WORKED_SHARE * run.wall_seconds:
         return None
     used = "" if run.cpu_seconds is None else f" and used {run.cpu_seconds:.1f} s of its {limits.cpu_seconds} s of CPU time"
     return Failure("IE", f"internal error of the judge: the compile ran {limits.wall_seconds:g} s of wall-clock time"

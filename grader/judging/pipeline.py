@@ -30,7 +30,7 @@ from . import trace_record as traces
 from .audit import audit_source
 from .compile import MAX_MESSAGE_CHARS, Failure, compile_submission, prestart  # noqa: F401 (prestart: for the judges)
 from .pyparse import check_syntax, source_encoding
-from .reuse import result_key
+from .reuse import judging_limits, result_key
 
 ALL_POINTS = tuple((task.id, point.index) for task, point in all_points())
 
@@ -86,7 +86,7 @@ def prepare(source: bytes, points, settings: Settings) -> dict:
     for p in points:
         k = outcome.kernels[p]
         out[p] = _failure(k.verdict, k.message, compile_s, k.retry) if isinstance(k, Failure) else \
-            {"ir": k.to_json(), "compile_s": compile_s, "key": result_key(*p, k)}
+            {"ir": k.to_json(), "compile_s": compile_s, "key": result_key(*p, k, judging_limits(settings))}
     return out
 
 

@@ -20,7 +20,7 @@ import db
 from db.base import utcnow
 from grader.judging import pipeline
 from grader.judging.pipeline import ALL_POINTS
-from grader.judging.reuse import judge_version
+from grader.judging.reuse import compile_version
 from grader.runtime import storage
 from grader.runtime.heartbeat import CompileLease
 from grader.runtime.processes import worker_name
@@ -101,13 +101,15 @@ def _all_compiled(service: Service, submission_id: int, points: list) -> bool:
 
 
 def _compiled(service: Service, submission_id: int, points: list, sha256: str | None) -> dict:
-    """The compiled points: an identical file's (same ``sha256``, compiled by this judge version: the
-    compile is a function of the file and the point, judging.md "One test point"; None: do not reuse),
+    """The compiled points: an identical file's (same ``sha256``, compiled under this compile version,
+    ``grader.judging.reuse.compile_version``: the compile is a function of the file and the point,
+    judging.md "One test point"; None: do not reuse),
     else ``pipeline.prepare`` of the stored source, tried again after a fault of the judge; ``IE`` on every
-    point for a source that fails its hash check. Each is tagged with the judge version that compiled it."""
+    point for a source that fails its hash check. Each is tagged with the compile version that made it."""
+    version = compile_version(service.settings)
     if sha256 is not None:
         with service.session() as session:
-            same = db.compiled_of_source(session, sha256, points, judge_version(), submission_id)
+            same = db.compiled_of_source(session, sha256, points, version, submission_id)
         if same is not None:
             log.info("submission %s: the compile of an identical file is reused", submission_id)
             return same
@@ -121,7 +123,7 @@ def _compiled(service: Service, submission_id: int, points: list, sha256: str | 
             break
         log.warning("submission %s: the compile failed because of the judge; trying again", submission_id)
         time.sleep(1.0 + attempt)
-    return {p: {**c, "judge": judge_version()} for p, c in compiled.items()}
+    return {p: {**c, "judge": version} for p, c in compiled.items()}
 
 
 def compiled_point(service: Service, submission_id: int, task: int, point: int) -> dict:

@@ -73,8 +73,10 @@ def hits(service: Service, compiled: dict) -> dict:
 
 def keep(session, key: str | None, result: PointResult, trace: bytes | None) -> bool:
     """Store a freshly simulated result under ``key`` (in the caller's transaction) when its verdict is one
-    no machine changes (``AC``, ``WA``, ``RE``). Returns whether an entry was written."""
-    if key is None or result.reused or result.verdict.value not in REUSABLE_VERDICTS:
+    no machine changes (``AC``, ``WA``, ``RE``, except an RE from Python's recursion limit, which depends on
+    how deep the judging process's stack was). Returns whether an entry was written."""
+    if key is None or result.reused or result.verdict.value not in REUSABLE_VERDICTS \
+            or result.message.startswith("RecursionError"):  # the stack depth the judge ran at decided it
         return False
     return store_reusable(session, key, judge_version(), _entry(result, trace))
 

@@ -27,6 +27,7 @@ _RESOLVE_CACHE_LIMIT = 4096
 # Broadcasting (stride 0) can make a view of any size; one numpy call on 10**12 elements would ignore the
 # wall-clock limit and the memory. Real kernels stay far below (the largest contest tensor has 2**20).
 MAX_VIEW_ELEMENTS = 1 << 26
+BLOCK_CHECK_EVERY = 16  # statements of a straight-line block between two looks at the time limit
 _UNIT_INDEX = {VECTOR: 1, MATRIX: 2}
 
 
@@ -155,11 +156,24 @@ class ProgramBuilder:
         fns = [self.stmt(s) for s in stmts]
         if len(fns) == 1:
             return fns[0]
+        if len(fns) <= BLOCK_CHECK_EVERY:
+            def run_block(env):
+                for f in fns:
+                    f(env)
+            return run_block
+        # A long straight run of statements (hostile: thousands of large matmuls) must not outlast the time
+        # limit either: the limit is looked at between chunks, as a loop looks at it between iterations.
+        chunks, limit, now = [fns[i:i + BLOCK_CHECK_EVERY] for i in range(0, len(fns), BLOCK_CHECK_EVERY)], \
+            self.state.limit, time.monotonic
+        line = next((s.line for s in stmts), 0)
 
-        def run_block(env):
-            for f in fns:
-                f(env)
-        return run_block
+        def run_long_block(env):
+            for chunk in chunks:
+                for f in chunk:
+                    f(env)
+                if now() > limit.deadline and limit.expired():
+                    raise SimulationTimeout(f"simulation passed its {limit.name} (in the block at line {line})")
+        return run_long_block
 
     def stmt(self, s):
         if self.state.limit.passed():  # a huge (hostile) IR must not outlast the limit

@@ -45,8 +45,14 @@ def test_the_backstop_is_read_only_once_the_budget_has_passed_on_the_wall_clock(
 
 
 def test_the_wall_clock_backstop_raises_the_judges_fault():
-    limit = TimeLimit(0.05, cpu_clock(0.05))
+    limit = TimeLimit(0.05, cpu_clock(0.05, 0.05))
     time.sleep(0.1)
     with pytest.raises(WallClockBackstop, match="more than 0.05 s of wall-clock time"):
         limit.passed()
     assert not isinstance(WallClockBackstop("x"), TimeoutError)  # never TLE
+
+
+def test_a_launch_that_used_its_cpu_time_is_tle_however_long_it_took():
+    limit = TimeLimit(0.1, cpu_clock(0.05, 0.1))  # one long stretch of work read after the backstop
+    _spin(0.15)
+    assert limit.passed()  # the kernel's doing: the limit, not the backstop

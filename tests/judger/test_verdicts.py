@@ -55,3 +55,9 @@ def test_from_dict_rejects_missing_keys_and_non_dicts():
         PointResult.from_dict(good)
     with pytest.raises(ValueError):
         PointResult.from_dict([1, 2])
+
+
+def test_a_message_with_a_lone_surrogate_is_stored_as_its_escape():
+    r = PointResult(1, 0, Verdict.CE, message="get_kernel(1) raised ValueError: \ud800!")
+    assert r.message == "get_kernel(1) raised ValueError: \\ud800!" and r.message.encode("utf-8")
+    assert PointResult(1, 0, Verdict.CE, message="ok é ✓").message == "ok é ✓"

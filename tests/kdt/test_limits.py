@@ -118,3 +118,24 @@ def test_scalar_names_that_double_at_each_step_are_refused_quickly(tmp_path):
     out = __import__("io").StringIO()
     assert kdt.launch_kernel(mod.k.compile({}, {}), {}, SPEC, print_file=out) == 2  # fill 1, exp 1->2
     assert out.getvalue() == f"[Job 0] : {np.array([2.0 ** 39], dtype=np.float32)}\n"
+
+
+def test_a_long_straight_line_block_stops_at_the_time_limit_not_at_its_end(tmp_path):
+    import time
+
+    from kdt.simulator.program import BLOCK_CHECK_EVERY
+
+    n = 300
+    body = ("    a = kdt.alloc_spm((256, 256))\n    c = kdt.alloc_spm((256, 256))\n"
+            + "    kdt.matmul(a, a, c, accumulate=True)\n" * n)  # no loop: one block of 302 statements
+    compiled = load(tmp_path, body).k.compile({}, {})
+    t0 = time.process_time()
+    kdt.launch_kernel(compiled, {}, SPEC, timing=False)
+    whole = time.process_time() - t0
+    limit = whole / 5
+    with pytest.raises(TimeoutError, match=r"passed its time limit \(in the block at line 10\)"):
+        kdt.launch_kernel(compiled, {}, SPEC, timeout=limit, clock=time.process_time, timing=False)
+    t0 = time.process_time()
+    with pytest.raises(TimeoutError):
+        kdt.launch_kernel(compiled, {}, SPEC, timeout=limit, clock=time.process_time, timing=False)
+    assert time.process_time() - t0 < limit + whole * 2 * BLOCK_CHECK_EVERY / n + 0.05  # stopped near the limit

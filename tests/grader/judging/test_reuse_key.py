@@ -6,7 +6,8 @@ import random
 
 import kdt
 from grader.judging import reuse
-from grader.judging.reuse import canonical_ir, judge_version, result_key
+from grader.config import load_settings
+from grader.judging.reuse import canonical_ir, compile_version, judge_version, result_key
 from judger.grading import compile_point, kernel_for_task, load_submission
 from judger.tasks import get_point, get_task
 
@@ -59,6 +60,11 @@ def test_other_ir_another_point_or_another_judge_give_other_keys(tmp_path, monke
     for change in ({"num_jobs": 2}, {"name": "vadd2"}):  # one field of the IR, as the strict loader takes it
         assert result_key(1, 0, kdt.CompiledKernel.from_json(json.dumps({**base.to_dict(), **change}))) != key
     assert result_key(1, 0, kdt.CompiledKernel.from_json(json.dumps(base.to_dict()))) == key
+    assert result_key(1, 0, base, (20.0, 4096)) != result_key(1, 0, base, (10.0, 4096)) != \
+        result_key(1, 0, base, (10.0, 2048))  # a stricter time or memory limit: another key
+    settings = load_settings()
+    assert compile_version(settings) == compile_version(load_settings()) != compile_version(
+        load_settings(compile_cpu_seconds=3)) != compile_version(load_settings(sim_timeout_seconds=19))
     version = judge_version()
     monkeypatch.setattr(reuse, "judge_version", lambda: "0" * 64)  # another kdt, judger, torch or numpy
     assert result_key(1, 0, base) != key and version != "0" * 64

@@ -318,6 +318,8 @@ def test_a_compile_past_its_wall_clock_limit_is_the_judges_fault_on_a_busy_machi
         "time on a busy machine; not your fault, it will be retried")
     assert _overloaded(timed_out, limits, stalled=None).verdict == "IE"  # the kernel does not say: not theirs
     assert _overloaded(timed_out, limits, stalled=1.0) is None  # a quiet machine: it waited on its own (CE)
+    blocked = SandboxRun("timeout", None, "SIGKILL", 60.2, b"", b"", b"", True, True, cpu_seconds=0.3)
+    assert _overloaded(blocked, limits, stalled=50.0) is None  # busy, but it hardly ran: blocked, not starved
     exited = SandboxRun("exited", 1, None, 61.0, b"", b"", b"", True, True)
     assert _overloaded(exited, limits, stalled=60.0) is None
     stall = cpu_stall_seconds()

@@ -92,6 +92,9 @@ def test_runtime_errors_are_reused_with_their_message_and_the_setting_turns_reus
     off = make_deployment(database_url=sqlite_url, reuse_results=False).service
     _, third = _graded(off, OUT_OF_BOUNDS.read_bytes(), "oob3.py", "carol")
     assert _reused(third) == [] and _outcomes(third) == _outcomes(first)
+    stricter = make_deployment(database_url=sqlite_url, sim_timeout_seconds=19).service  # another limit: other keys
+    _, fourth = _graded(stricter, OUT_OF_BOUNDS.read_bytes(), "oob4.py", "dave")
+    assert _reused(fourth) == [] and _outcomes(fourth) == _outcomes(first)
 
 
 def test_kdt_grade_local_reuses_its_own_store_unless_told_not_to(tmp_path):
