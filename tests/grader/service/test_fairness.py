@@ -44,19 +44,20 @@ def _finished(service, submission_id: int) -> bool:
 
 
 def assert_quick_did_not_wait_for_the_hog(service, hog: int, quick: int) -> int:
-    """The quick submission's judged points finished while most of the hog's were still to come; its CE
-    points were recorded at compile time without a worker's claim. Returns how many hog points finished
-    after the quick submission's last one."""
+    """The quick submission's judged points finished while most of the hog's were still to come (checked
+    as soon as the quick one is done: the hog's last points need not be waited for); its CE points were
+    recorded at compile time without a worker's claim. Returns how many hog points had not finished when
+    the quick submission's last one did."""
     quick_rows, hog_rows = _rows(service, quick), _rows(service, hog)
     assert {(r["task"], r["verdict"]) for r in quick_rows} == {(1, "AC"), (2, "CE"), (3, "CE"), (4, "CE")}
-    assert {r["verdict"] for r in hog_rows} == {"TLE"} and len(hog_rows) == 10
+    assert {r["verdict"] for r in hog_rows if r["finished_at"] is not None} <= {"TLE"}
     ce = [r for r in quick_rows if r["verdict"] == "CE"]
     # Claimed and recorded in the compile's own transaction: one attempt, started and finished at the
     # same instant (a worker's claim and its result are separate transactions), no grading time.
     assert len(ce) == 8 and all(r["attempts"] == 1 and r["started_at"] == r["finished_at"] for r in ce)
     assert all(r["wall_seconds"] == 0 for r in ce)
     quick_done = max(r["finished_at"] for r in quick_rows if r["verdict"] == "AC")
-    after = sum(r["finished_at"] > quick_done for r in hog_rows)
+    after = 10 - sum(r["finished_at"] is not None and r["finished_at"] <= quick_done for r in hog_rows)
     # One FIFO (before): all 10 hog points first, after == 0. Fair: the quick points take the next free
     # worker; with 2 workers at most about 4 hog points (2 running, 2 more meanwhile) finish before them.
     assert after >= 4, (after, sorted(r["finished_at"] for r in hog_rows), quick_done)
@@ -75,7 +76,6 @@ def test_celery_workers_judge_another_contestants_points_before_a_hogs_backlog(
     quick = _accept(service, QUICK, "quick")
     service.enqueue(quick)  # its compile and judge messages queue behind the hog's ten judge messages
     deployment.wait(quick, timeout=300)
-    deployment.wait(hog, timeout=300)
     after = assert_quick_did_not_wait_for_the_hog(service, hog, quick)
     print(f"broker mode: {after} of the hog's 10 points finished after the quick submission's")
 
@@ -93,10 +93,10 @@ def test_the_embedded_server_judges_another_contestants_points_before_a_hogs_bac
         wait_until(lambda: _claimed(service, hog), 180, "the hog's first points to be judged")
         quick = _accept(service, QUICK, "quick")
         dispatcher.dispatch(quick)
-        wait_until(lambda: _finished(service, quick) and _finished(service, hog), 300, "both gradings")
+        wait_until(lambda: _finished(service, quick), 300, "the quick grading")
+        after = assert_quick_did_not_wait_for_the_hog(service, hog, quick)
     finally:
         dispatcher.close()
-    after = assert_quick_did_not_wait_for_the_hog(service, hog, quick)
     print(f"embedded server: {after} of the hog's 10 points finished after the quick submission's")
 
 
