@@ -101,7 +101,7 @@ def test_the_embedded_server_judges_another_contestants_points_before_a_hogs_bac
 
 
 def test_a_submission_that_spent_its_simulation_budget_gets_tle_without_simulation(sqlite_url, make_deployment):
-    deployment = make_deployment(database_url=sqlite_url, sim_timeout_seconds=2, sim_budget_seconds=3)
+    deployment = make_deployment(database_url=sqlite_url, sim_timeout_seconds=1, sim_budget_seconds=1.5)
     service = deployment.service
     submission_id = _accept(service, ENDLESS, "hog")
     service.grade_embedded(submission_id)
@@ -109,11 +109,12 @@ def test_a_submission_that_spent_its_simulation_budget_gets_tle_without_simulati
     assert {p["verdict"] for p in points} == {"TLE"}
     skipped = [p for p in points if p["message"].startswith("not simulated: this submission's test points")]
     simulated = [p for p in points if p not in skipped]
-    # Two pool processes: the first two points run at once (nothing spent yet), each takes >= 2 s, so at
-    # most one more starts before 3 s are spent; everything after is not simulated.
+    # Two pool processes: the first two points run at once (nothing spent yet), each takes >= 1 s (of CPU,
+    # so at least as much wall-clock time), so at most one more starts before 1.5 s are spent; everything
+    # after is not simulated.
     assert 2 <= len(simulated) <= 3 and len(skipped) >= 7, [p["message"][:60] for p in points]
-    assert all("its budget is 3 s" in p["message"] for p in skipped)
-    assert all(p["wall_seconds"] >= 2 for p in simulated) and all(p["wall_seconds"] < 1 for p in skipped)
+    assert all("its budget is 1.5 s" in p["message"] for p in skipped)
+    assert all(p["wall_seconds"] >= 1 for p in simulated) and all(p["wall_seconds"] < 0.5 for p in skipped)
 
 
 def test_the_embedded_servers_compile_queue_is_fair_per_user(sqlite_url, tmp_path):
