@@ -51,24 +51,27 @@ def as_result(found: dict, compile_s: float = 0.0) -> ReusedResult:
                         found["utilisation"], reused=True, trace=found["trace"])
 
 
-def lookup(service: Service, compiled: dict) -> ReusedResult | None:
-    """The stored result of a compiled point, or None (no key, fresh, or never simulated)."""
+def stored(session, compiled: dict) -> ReusedResult | None:
+    """The stored result of a compiled point, read in ``session``, or None (no key, fresh, or never
+    simulated)."""
     if not reusable(compiled):
         return None
-    with service.read_session() as session:
-        found = find_reusable(session, compiled["key"])
+    found = find_reusable(session, compiled["key"])
     return None if found is None else as_result(found, float(compiled.get("compile_s", 0.0)))
+
+
+def lookup(service: Service, compiled: dict) -> ReusedResult | None:
+    """``stored`` in a read transaction of the service's database."""
+    with service.read_session() as session:
+        return stored(session, compiled)
 
 
 def hits(service: Service, compiled: dict) -> dict:
     """``{(task, point): ReusedResult}`` for the compiled points ``{(task, point): compiled point}`` whose
-    result is stored."""
-    found = {}
-    for p, point in compiled.items():
-        result = lookup(service, point)
-        if result is not None:
-            found[p] = result
-    return found
+    result is stored (one read transaction for all of them)."""
+    with service.read_session() as session:
+        found = {p: stored(session, point) for p, point in compiled.items()}
+    return {p: result for p, result in found.items() if result is not None}
 
 
 def keep(session, key: str | None, result: PointResult, trace: bytes | None) -> bool:
@@ -103,11 +106,10 @@ class LocalResults:
 
     def find(self, compiled: dict) -> ReusedResult | None:
         """The stored result of a compiled point, or None (always None when ``fresh``)."""
-        if self.fresh or not reusable(compiled):
+        if self.fresh:
             return None
         with db.session_scope(self.factory) as session:
-            found = find_reusable(session, compiled["key"])
-        return None if found is None else as_result(found, float(compiled.get("compile_s", 0.0)))
+            return stored(session, compiled)
 
     def keep(self, compiled: dict, result: PointResult) -> None:
         """Store a freshly simulated result of a compiled point (see ``keep``)."""
